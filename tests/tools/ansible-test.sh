@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run ansible-test from a copy of the checkout at .../ansible_collections/llmops/inference (ansible-test insists on
+# that path) with the offline get-pip stand-in in place. Usage: tests/tools/ansible-test.sh sanity|units|integration ARGS
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+venv="${VENV:-$repo/.venv}"
+work="$repo/build/ansible-test/ansible_collections/llmops/inference"
+
+pip_version="$("$venv/bin/python" - <<'PY'
+import re, ansible_test, os
+src = open(os.path.join(os.path.dirname(ansible_test.__file__), "_internal", "python_requirements.py")).read()
+print(re.search(r"pip='([0-9.]+)'", src).group(1))
+PY
+)"
+mkdir -p ~/.ansible/test/cache
+install -m 0644 "$repo/tests/tools/offline_get_pip.py" ~/.ansible/test/cache/"get_pip_${pip_version//./_}.py"
+
+# Copy only what git would ship (tracked + untracked-not-ignored), so local venvs and build output never leak in.
+rm -rf "$work" && mkdir -p "$work"
+(cd "$repo" && git ls-files -z --cached --others --exclude-standard | grep -zv '^\.collections/' \
+  | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' | tar --null -T - -cf -) | tar -C "$work" -xf -
+# ansible-test sanity needs a git repo view of the tree to decide what is "in" the collection.
+(cd "$work" && git init -q && git add -A && git -c user.email=ci@localhost -c user.name=ci commit -qm snapshot)
+cd "$work"
+export PATH="$venv/bin:$PATH"
+exec ansible-test "$@"
