@@ -24,7 +24,7 @@ $(STAMP): requirements/dev.txt
 venv: $(STAMP)
 
 plan: venv
-	@echo "make plan: not yet available (VRAM planner, issue #3, lands next)"; exit 1
+	$(BIN)/ansible-playbook playbooks/plan.yml -i $(INVENTORY)
 
 unit: venv
 	$(BIN)/pytest -q tests/unit

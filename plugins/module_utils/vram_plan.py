@@ -1,0 +1,692 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""VRAM fit planner: predict SGLang's own memory plan for a hybrid (GDN + attention) model before any download.
+
+PRIVATE to the collection. Pure functions, stdlib only. The SGLang rules live in sglang_defaults; this file turns a
+config.json (or the architecture facts of a model profile) plus a GPU into the numbers SGLang logs at start-up
+("Mamba Cache is allocated. max_mamba_cache_size", "KV Cache is allocated. #tokens", "max_running_requests").
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import (
+    BREAKABLE_GRAPH_MULTIMODAL_ARCHS,
+    GIB,
+    SPEC_AUTO_PARAMS,
+    SPEC_DEFAULT_MAX_RUNNING,
+    SglangRuleError,
+    capacity_defaults,
+    default_mem_fraction,
+    kv_tokens,
+    mamba_pool,
+    mamba_ratio,
+    max_running_requests,
+    min_viable_mem_fraction,
+    resolve_mamba_strategy,
+    rules_for,
+    runtime_reserve_mib,
+)
+
+MIB = 1 << 20
+DTYPE_BYTES = {'float32': 4, 'float': 4, 'bfloat16': 2, 'float16': 2, 'half': 2, 'fp8_e4m3': 1, 'fp8_e5m2': 1}
+KV_DTYPES = ('auto', 'bfloat16', 'fp8_e4m3', 'fp8_e5m2')
+# Archs SGLang treats as multimodal (model_config.multimodal_model_archs, Qwen subset).
+MULTIMODAL_ARCHS = frozenset(['Qwen3_5ForConditionalGeneration', 'Qwen3_5MoeForConditionalGeneration',
+                              'Qwen3VLForConditionalGeneration', 'Qwen3VLMoeForConditionalGeneration'])
+DEFAULT_STARTUP_OVERHEAD_GIB = 1.2   # driver reservation + CUDA context + NCCL before weights load
+DEFAULT_RUNTIME_OVERHEAD_GIB = 0.05  # allocated between "Load weight end" and pool sizing; not in the logs
+DEFAULT_MIN_HEADROOM_GIB = 4.0
+DEFAULT_TARGET_HEADROOM_GIB = 8.0
+DEFAULT_ACCEPT_LENGTH = 3.1          # published accept length for NEXTN 3/1/4 on Qwen3.5 (download-and-bench.md)
+
+
+class PlanError(Exception):
+    """The plan cannot be made, or SGLang would refuse to start. ``kind`` says which."""
+
+    def __init__(self, msg, kind='input', **details):
+        super(PlanError, self).__init__(msg)
+        self.kind = kind
+        self.details = details
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Model facts
+# --------------------------------------------------------------------------------------------------------------
+
+def load_json(path):
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (IOError, OSError, ValueError) as exc:
+        raise PlanError('cannot read %s: %s' % (path, exc))
+
+
+def read_model_path(model_path):
+    """config.json plus the safetensors index of a local checkpoint: (config, total_size or None, weight names)."""
+    config = load_json(os.path.join(model_path, 'config.json'))
+    index_path = os.path.join(model_path, 'model.safetensors.index.json')
+    if not os.path.exists(index_path):
+        return config, None, None
+    index = load_json(index_path)
+    total = (index.get('metadata') or {}).get('total_size')
+    return config, (int(total) if total is not None else None), sorted((index.get('weight_map') or {}).keys())
+
+
+def _get(text, root, key, default=None):
+    if key in text and text[key] is not None:
+        return text[key]
+    if key in root and root[key] is not None:
+        return root[key]
+    return default
+
+
+def model_facts(config):
+    """Normalise a (possibly multimodal, nested ``text_config``) HF config into the facts the planner needs."""
+    if not isinstance(config, dict) or not config:
+        raise PlanError('model_config must be a non-empty dict (a config.json or the config section of a profile)')
+    text = config.get('text_config') or config
+    arch = (config.get('architectures') or text.get('architectures') or ['unknown'])[0]
+    try:
+        hidden = int(_get(text, config, 'hidden_size'))
+        layers = int(_get(text, config, 'num_hidden_layers'))
+        heads = int(_get(text, config, 'num_attention_heads'))
+    except (TypeError, ValueError):
+        raise PlanError('model_config lacks hidden_size / num_hidden_layers / num_attention_heads (arch %s)' % arch)
+    kv_heads = int(_get(text, config, 'num_key_value_heads', heads))
+    head_dim = int(_get(text, config, 'head_dim', hidden // heads))
+    interval = _get(text, config, 'full_attention_interval')
+    layer_types = _get(text, config, 'layer_types')
+    linear_v_heads = _get(text, config, 'linear_num_value_heads')
+    if linear_v_heads and interval:
+        # Qwen3NextConfig.layers_block_type: SGLang derives the layout from full_attention_interval.
+        full_ids = [i for i in range(layers) if (i + 1) % int(interval) == 0]
+    elif linear_v_heads and layer_types:
+        full_ids = [i for i, kind in enumerate(layer_types) if kind in ('full_attention', 'attention')]
+    else:
+        full_ids = list(range(layers))
+    hybrid = bool(linear_v_heads) and len(full_ids) < layers
+    experts = int(_get(text, config, 'num_experts', 0) or 0)
+    quant = _get(text, config, 'quantization_config') or {}
+    vision = config.get('vision_config')
+    mtp_layers = _get(text, config, 'mtp_num_hidden_layers')
+    nextn = _get(text, config, 'num_nextn_predict_layers')
+    facts = dict(
+        arch=arch,
+        model_type=config.get('model_type') or text.get('model_type'),
+        hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        v_head_dim=int(_get(text, config, 'v_head_dim', head_dim)),
+        attn_output_gate=bool(_get(text, config, 'attn_output_gate', False)),
+        full_layer_ids=full_ids, n_full=len(full_ids), n_linear=layers - len(full_ids) if hybrid else 0,
+        hybrid=hybrid,
+        lin_k_heads=int(_get(text, config, 'linear_num_key_heads', 0) or 0),
+        lin_v_heads=int(linear_v_heads or 0),
+        lin_k_dim=int(_get(text, config, 'linear_key_head_dim', 0) or 0),
+        lin_v_dim=int(_get(text, config, 'linear_value_head_dim', 0) or 0),
+        conv_kernel=int(_get(text, config, 'linear_conv_kernel_dim', 4) or 4),
+        experts=experts,
+        top_k=int(_get(text, config, 'num_experts_per_tok', 0) or 0),
+        moe_inter=int(_get(text, config, 'moe_intermediate_size', 0) or 0),
+        shared_inter=int(_get(text, config, 'shared_expert_intermediate_size', 0) or 0),
+        dense_inter=int(_get(text, config, 'intermediate_size', 0) or 0),
+        vocab=int(_get(text, config, 'vocab_size', 0) or 0),
+        tied=bool(_get(text, config, 'tie_word_embeddings', False)),
+        context=int(_get(text, config, 'max_position_embeddings', 0) or 0),
+        ssm_dtype=_get(text, config, 'mamba_ssm_dtype', 'float32'),
+        dtype=str(_get(text, config, 'dtype', _get(text, config, 'torch_dtype', 'bfloat16'))).replace('torch.', ''),
+        quant_method=quant.get('quant_method') if isinstance(quant, dict) else None,
+        kv_cache_quant_algo=quant.get('kv_cache_quant_algo') if isinstance(quant, dict) else None,
+        mtp_layers=int(mtp_layers if mtp_layers is not None else (nextn or 0)),
+        nextn_in_config=nextn is not None,
+        vision=vision if isinstance(vision, dict) else None,
+        multimodal=arch in MULTIMODAL_ARCHS or isinstance(vision, dict),
+    )
+    return facts
+
+
+def check_tp(facts, tp):
+    """The head divisibility SGLang asserts when it builds the layers (qwen3_next.py / qwen3_5.py / mamba_utils)."""
+    problems = []
+    if tp < 1:
+        problems.append('tp_size must be >= 1')
+    elif facts['heads'] % tp:
+        problems.append('num_attention_heads %d is not divisible by tp %d (assert total_num_heads %% attn_tp_size == 0)'
+                        % (facts['heads'], tp))
+    if tp >= 1 and facts['kv_heads'] >= tp and facts['kv_heads'] % tp:
+        problems.append('num_key_value_heads %d is not divisible by tp %d' % (facts['kv_heads'], tp))
+    if tp >= 1 and facts['kv_heads'] < tp and tp % facts['kv_heads']:
+        problems.append('tp %d is not a multiple of num_key_value_heads %d (KV heads are replicated when tp > kv heads)'
+                        % (tp, facts['kv_heads']))
+    if tp >= 1 and facts['hybrid']:
+        for key, name in (('lin_v_heads', 'linear_num_value_heads'), ('lin_k_heads', 'linear_num_key_heads')):
+            if facts[key] % tp:
+                problems.append('%s %d is not divisible by tp %d (GDN heads are sharded: num_heads // attn_tp_size)'
+                                % (name, facts[key], tp))
+    if tp >= 1 and facts['experts'] and facts['moe_inter'] % tp:
+        problems.append('moe_intermediate_size %d is not divisible by tp %d' % (facts['moe_inter'], tp))
+    if problems:
+        raise PlanError('tp_size %d does not fit %s: %s' % (tp, facts['arch'], '; '.join(problems)), kind='tp')
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Parameter counts (Qwen3.5 / Qwen3-Next layout; checked against the model card's 122.1 B total)
+# --------------------------------------------------------------------------------------------------------------
+
+def _attn_params(f):
+    q_out = f['heads'] * f['head_dim'] * (2 if f['attn_output_gate'] else 1)
+    kv = 2 * f['hidden'] * f['kv_heads'] * f['head_dim']
+    return f['hidden'] * q_out + kv + f['heads'] * f['head_dim'] * f['hidden'] + 2 * f['head_dim']
+
+
+def _gdn_params(f):
+    key_dim, value_dim = f['lin_k_heads'] * f['lin_k_dim'], f['lin_v_heads'] * f['lin_v_dim']
+    conv_dim = 2 * key_dim + value_dim
+    return (f['hidden'] * (2 * key_dim + 2 * value_dim) + f['hidden'] * 2 * f['lin_v_heads'] + conv_dim * f['conv_kernel']
+            + 2 * f['lin_v_heads'] + f['lin_v_dim'] + value_dim * f['hidden'])
+
+
+def _expert_params(f):
+    return 3 * f['hidden'] * f['moe_inter']
+
+
+def _mlp_parts(f):
+    """(shared-by-all-tokens params, one routed expert) of one decoder layer's MLP."""
+    if f['experts']:
+        shared = 3 * f['hidden'] * f['shared_inter'] + (f['hidden'] if f['shared_inter'] else 0)
+        return shared + f['experts'] * f['hidden'], _expert_params(f)
+    return 3 * f['hidden'] * f['dense_inter'], 0
+
+
+def _vision_params(v):
+    if not v:
+        return 0
+    h = v.get('hidden_size', 1152)
+    inter = v.get('intermediate_size', 4 * h)
+    block = h * 3 * h + 3 * h + h * h + h + h * inter + inter + inter * h + h + 4 * h
+    merge = v.get('spatial_merge_size', 2) ** 2
+    merger = 2 * h + (h * merge) ** 2 + h * merge + h * merge * v.get('out_hidden_size', h) + v.get('out_hidden_size', h)
+    patch = v.get('in_channels', 3) * v.get('temporal_patch_size', 2) * v.get('patch_size', 16) ** 2 * h + h
+    return (block * v.get('depth', v.get('num_hidden_layers', 24)) + patch + v.get('num_position_embeddings', 0) * h
+            + merger * (1 + len(v.get('deepstack_visual_indexes') or [])))
+
+
+def param_counts(f):
+    """Total, per-rank-replicated and decode-active parameter counts of the target, vision tower and MTP head."""
+    shared_mlp, expert = _mlp_parts(f)
+    routed_all = f['experts'] * expert
+    per_layer_mlp = shared_mlp + routed_all
+    norms = 2 * f['hidden']
+    linear = f['n_linear']
+    full = f['layers'] - linear
+    mixers = linear * _gdn_params(f) + full * _attn_params(f)
+    embed = f['vocab'] * f['hidden']
+    head = 0 if f['tied'] else embed
+    language = embed + head + mixers + f['layers'] * (per_layer_mlp + norms) + f['hidden']
+    # Router gates (ReplicatedLinear) and kv projections beyond one head per rank are replicated on every rank.
+    replicated = f['layers'] * (f['experts'] * f['hidden'] + norms)
+    mtp_layer = 2 * f['hidden'] * f['hidden'] + 2 * f['hidden'] + _attn_params(f) + per_layer_mlp + norms + f['hidden']
+    mtp = f['mtp_layers'] * mtp_layer
+    active_mlp = shared_mlp + f['top_k'] * expert
+    # Decode reads the whole output head (tied or not); the embedding lookup itself is one row.
+    non_expert_active = embed + mixers + f['layers'] * (shared_mlp + norms)
+    routed_active = f['layers'] * f['top_k'] * expert
+    return dict(
+        language=language, vision=_vision_params(f['vision']), mtp=mtp, replicated=replicated,
+        kv_proj_per_layer=2 * f['hidden'] * f['head_dim'],
+        non_expert_active=non_expert_active, routed_active=routed_active, expert=expert,
+        mtp_active=f['mtp_layers'] * (2 * f['hidden'] * f['hidden'] + _attn_params(f) + active_mlp) + embed,
+        active=non_expert_active + routed_active,
+    )
+
+
+def weights_per_rank(f, counts, tp, weights_bytes, spec, language_only=False):
+    """Bytes of target and draft weights one TP rank holds, and the bytes/param used."""
+    checkpoint_params = counts['language'] + counts['vision'] + counts['mtp']
+    if weights_bytes:
+        bpp = float(weights_bytes) / checkpoint_params
+        source = 'weights_bytes'
+    elif f['quant_method']:
+        raise PlanError('%s is quantized (quant_method=%s): give weights_bytes (or model_path with a safetensors index); '
+                        'parameter counts cannot size it' % (f['arch'], f['quant_method']))
+    else:
+        bpp = float(DTYPE_BYTES.get(f['dtype'], 2))
+        source = 'config (%s, %d B/param)' % (f['dtype'], bpp)
+    kv_extra = 0
+    if f['kv_heads'] < tp:
+        # Each rank holds one whole KV head instead of kv_heads/tp of them.
+        kv_extra = f['n_full'] * counts['kv_proj_per_layer'] * (1 - float(f['kv_heads']) / tp)
+    replicated = counts['replicated'] * (1 - 1.0 / tp) + kv_extra
+    vision = 0 if language_only else counts['vision']
+    target = ((counts['language'] + vision) / float(tp) + replicated) * bpp
+    draft = counts['mtp'] / float(tp) * bpp if spec else 0.0
+    return dict(target=target, draft=draft, bytes_per_param=bpp, source=source)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Per-rank state sizes
+# --------------------------------------------------------------------------------------------------------------
+
+def mamba_slot_bytes(f, tp, ssm_dtype):
+    """Mamba2StateShape.create + BaseLinearStateParams.mamba_cache_per_req (conv state bf16, SSM in ssm_dtype)."""
+    if not f['hybrid']:
+        return dict(per_slot=0, conv=0, ssm=0)
+    n_groups = f['lin_k_heads']
+    if n_groups % tp:
+        n_groups += tp - n_groups  # extra_groups_for_head_shards
+    conv_dim = f['lin_v_heads'] * f['lin_v_dim'] + 2 * n_groups * f['lin_k_dim']
+    conv = conv_dim // tp * (f['conv_kernel'] - 1) * 2
+    ssm = f['lin_v_heads'] // tp * f['lin_v_dim'] * f['lin_k_dim'] * DTYPE_BYTES[ssm_dtype]
+    layers = f['n_linear']
+    return dict(per_slot=(conv + ssm) * layers, conv=conv * layers, ssm=ssm * layers)
+
+
+def kv_heads_per_rank(f, tp):
+    return max(1, f['kv_heads'] // tp)  # ModelConfig.get_num_kv_heads
+
+
+def kv_cell_bytes(f, tp, kv_bytes, draft_layers_in_budget):
+    """DefaultPoolConfigurator._compute_cell_size: full-attention layers only, plus EAGLE draft layers when known."""
+    cell = kv_heads_per_rank(f, tp) * (f['head_dim'] + f['v_head_dim']) * f['n_full'] * kv_bytes
+    draft = int(cell * draft_layers_in_budget / f['n_full']) if draft_layers_in_budget else 0
+    return cell, draft
+
+
+def resolve_kv_bytes(f, kv_cache_dtype):
+    kv_cache_dtype = kv_cache_dtype or 'auto'
+    if kv_cache_dtype not in KV_DTYPES:
+        raise PlanError('kv_cache_dtype %s is not one of %s' % (kv_cache_dtype, ', '.join(KV_DTYPES)))
+    if kv_cache_dtype == 'auto':
+        # kv_cache_dtype.configure_kv_cache_dtype: a checkpoint with kv_cache_quant_algo FP8 gets an fp8 cache.
+        if str(f['kv_cache_quant_algo'] or '').upper() == 'FP8':
+            return 'fp8_e4m3', 1
+        return f['dtype'] if f['dtype'] in DTYPE_BYTES else 'bfloat16', DTYPE_BYTES.get(f['dtype'], 2)
+    return kv_cache_dtype, DTYPE_BYTES[kv_cache_dtype]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The plan
+# --------------------------------------------------------------------------------------------------------------
+
+PLAN_DEFAULTS = dict(
+    model_config=None, gpu_memory_mib=None, gpu_profile=None, tp_size=None, sglang_version=None,
+    mem_fraction_static=None, context_length=None, max_running_requests=None, speculative_num_draft_tokens=0,
+    speculative_num_steps=None, mamba_ssm_dtype=None, kv_cache_dtype='auto', page_size=None, radix_cache=True,
+    mamba_strategy='auto', disable_overlap_schedule=False, chunked_prefill_size=None, weights_bytes=None,
+    free_memory_before_load_gib=None, free_memory_after_load_gib=None, runtime_overhead_gib=None,
+    startup_overhead_gib=None, language_only=False, concurrency=(1, 8, 32), min_headroom_gib=DEFAULT_MIN_HEADROOM_GIB,
+    target_headroom_gib=DEFAULT_TARGET_HEADROOM_GIB, mtp_accept_length=None, max_tp=None, weight_names=None,
+)
+
+
+def _spec_params(num_draft, num_steps):
+    """(steps, draft tokens) after SGLang's topk=1 adjustment; (0, 0) without MTP."""
+    if not num_draft and not num_steps:
+        return 0, 0
+    if num_steps is None:
+        num_steps = num_draft - 1 if num_draft else SPEC_AUTO_PARAMS[0]
+    if num_steps < 1:
+        raise PlanError('speculative_num_steps must be >= 1 with MTP (got %s)' % num_steps)
+    # _handle_eagle_family: with topk == 1 draft tokens are forced to steps + 1.
+    return num_steps, num_steps + 1
+
+
+def plan(**kwargs):
+    """Compute SGLang's memory plan for one server. Raises PlanError when it cannot (or SGLang would not) start."""
+    unknown = set(kwargs) - set(PLAN_DEFAULTS)
+    if unknown:
+        raise PlanError('unknown planner inputs: %s' % ', '.join(sorted(unknown)))
+    p = dict(PLAN_DEFAULTS)
+    p.update(dict((k, v) for k, v in kwargs.items() if v is not None))
+    try:
+        return _plan(p)
+    except SglangRuleError as exc:
+        raise PlanError(str(exc), kind='sglang')
+
+
+def _plan(p):
+    version, rules = rules_for(p['sglang_version'])
+    facts = model_facts(p['model_config'])
+    profile = p['gpu_profile'] or {}
+    tp = p['tp_size']
+    if not tp:
+        raise PlanError('tp_size is required')
+    gpu_mem = p['gpu_memory_mib'] or profile.get('memory_total_mib')
+    if not gpu_mem:
+        raise PlanError('give gpu_memory_mib (nvidia-smi memory.total, MiB) or a gpu_profile with memory_total_mib')
+    gpu_mem = float(gpu_mem)
+    check_tp(facts, tp)
+
+    steps, draft_tokens = _spec_params(p['speculative_num_draft_tokens'], p['speculative_num_steps'])
+    spec = draft_tokens > 0
+    if spec and facts['mtp_layers'] < 1:
+        raise PlanError('MTP requested (speculative_num_draft_tokens=%d) but %s has no MTP layers '
+                        '(mtp_num_hidden_layers/num_nextn_predict_layers is 0 or missing): set '
+                        'speculative_num_draft_tokens: 0 or use a checkpoint that ships the MTP head'
+                        % (draft_tokens, facts['arch']), kind='mtp')
+    if spec and p['weight_names'] is not None and not any(n.startswith('mtp.') for n in p['weight_names']):
+        raise PlanError('MTP requested but the safetensors index of the checkpoint has no mtp.* tensors '
+                        '(the MTP head was stripped, e.g. by quantization)', kind='mtp')
+
+    ssm_dtype = p['mamba_ssm_dtype'] or facts['ssm_dtype'] or 'float32'
+    if ssm_dtype not in ('float32', 'bfloat16', 'float16'):
+        raise PlanError('mamba_ssm_dtype must be float32, bfloat16 or float16, got %s' % ssm_dtype)
+    kv_dtype, kv_bytes = resolve_kv_bytes(facts, p['kv_cache_dtype'])
+    context = int(p['context_length'] or facts['context'] or 0)
+    if context <= 0:
+        raise PlanError('context_length unknown: give context_length or max_position_embeddings in the config')
+    if facts['context'] and context > facts['context']:
+        raise PlanError('context_length %d exceeds the model maximum %d; SGLang refuses unless '
+                        'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1' % (context, facts['context']), kind='sglang')
+
+    # --- server-argument resolution (memory_hook / speculative_hook / overrides) -------------------------------
+    sm_major = int(str(profile.get('compute_capability', '0')).split('.', maxsplit=1)[0] or 0)
+    chunk, decode_bs = capacity_defaults(rules, gpu_mem, tp)
+    if p['chunked_prefill_size'] is not None:
+        chunk = p['chunked_prefill_size']
+    if p['max_running_requests'] is not None and decode_bs > p['max_running_requests']:
+        decode_bs = p['max_running_requests']
+    disable_overlap = bool(p['disable_overlap_schedule'])
+    page_size = p['page_size']
+    radix = bool(p['radix_cache'])
+    requested_strategy = p['mamba_strategy'] if p['mamba_strategy'] != 'auto' else None
+    strategy, notes = None, []
+    if facts['hybrid']:
+        strategy, disable_overlap, notes = resolve_mamba_strategy(rules, requested_strategy, radix, disable_overlap,
+                                                                  page_size, facts['arch'], spec)
+    if page_size is None:
+        page_size = 1
+        # model_overrides/qwen3_5.py: on SM100 the default backend becomes trtllm_mha with page 64 unless
+        # (no extra_buffer and radix on and no spec).
+        if (rules['family'] == 'configurator' and sm_major == 10 and facts['hybrid']
+                and not (strategy != 'extra_buffer' and radix and not spec)):
+            page_size = 64
+            notes.append('SM100: attention backend trtllm_mha, page_size 64 (SGLang default for Qwen3.5)')
+    multimodal = facts['multimodal'] and not p['language_only']
+    prefill_graph = (rules['prefill_graph_term']
+                     and (not facts['multimodal'] or facts['arch'] in BREAKABLE_GRAPH_MULTIMODAL_ARCHS))
+    heuristic = default_mem_fraction(rules, gpu_mem, tp, chunk, decode_bs, prefill_graph, spec, multimodal,
+                                     facts['vision'])
+    frac = p['mem_fraction_static'] if p['mem_fraction_static'] is not None else heuristic['mem_fraction_static']
+    if not 0 < frac < 1:
+        raise PlanError('mem_fraction_static must be between 0 and 1, got %s' % frac)
+    requested_running = p['max_running_requests']
+    if requested_running is None and spec:
+        requested_running = SPEC_DEFAULT_MAX_RUNNING
+
+    # --- memory before / after loading -------------------------------------------------------------------------
+    counts = param_counts(facts)
+    calibrated_both = p['free_memory_before_load_gib'] is not None and p['free_memory_after_load_gib'] is not None
+    try:
+        w = weights_per_rank(facts, counts, tp, p['weights_bytes'], spec, p['language_only'])
+    except PlanError:
+        if not calibrated_both:
+            raise
+        # The calibration already says what loading took; the split between target and draft is unknown.
+        w = dict(target=0.0, draft=0.0, bytes_per_param=None, source='calibration only')
+    startup = p['startup_overhead_gib']
+    if startup is None:
+        startup = profile.get('startup_overhead_gib', DEFAULT_STARTUP_OVERHEAD_GIB)
+    pre = p['free_memory_before_load_gib']
+    calibrated = pre is not None
+    if pre is None:
+        pre = gpu_mem / 1024.0 - startup
+    draft_in_after = rules['draft_weights_before_sizing']
+    after = p['free_memory_after_load_gib']
+    if after is None:
+        after = pre - (w['target'] + (w['draft'] if draft_in_after else 0)) / GIB
+    loaded_gib = pre - after
+    if w['target'] / GIB > pre:
+        raise PlanError('cannot load %s at tp %d: %.1f GiB of weights per GPU exceed the %.1f GiB free before loading '
+                        '(%d MiB GPU); use a larger tp_size or a smaller (quantized) checkpoint'
+                        % (facts['arch'], tp, w['target'] / GIB, pre, gpu_mem), kind='weights')
+    overhead = p['runtime_overhead_gib']
+    if overhead is None:
+        overhead = DEFAULT_RUNTIME_OVERHEAD_GIB
+    available = after - overhead
+    mm_reserve = rules['mm_reserve_mib'] / 1024.0 if multimodal else 0.0
+    rest = available - pre * (1 - frac) - mm_reserve
+    budget = pre * frac
+    if rest <= 0:
+        suggested, minimum = min_viable_mem_fraction(available, pre)
+        raise PlanError(
+            'Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=%.3f: %.1f GiB of weights '
+            '(target%s) per GPU vs a static budget of %.1f GiB. Raise --mem-fraction-static above %.3f (minimum viable '
+            '= 1 - available/pre = %.4f) or use a larger tp_size.'
+            % (frac, loaded_gib, ' + MTP draft' if spec and draft_in_after else '', budget, suggested, minimum),
+            kind='weights', min_mem_fraction_static=suggested)
+
+    # --- mamba pool, then KV -----------------------------------------------------------------------------------
+    slot = mamba_slot_bytes(facts, tp, ssm_dtype)
+    ratio = mamba_ratio(strategy, radix, disable_overlap) if facts['hybrid'] else None
+    pool = None
+    if facts['hybrid']:
+        pool = mamba_pool(rules, rest, slot['per_slot'], ratio, draft_tokens, requested_running, radix)
+        rest_kv = pool['rest_gib']
+    else:
+        rest_kv = rest
+    # EAGLE draft KV is budgeted only when the target config names its draft layers (spec_aux_hidden_state.py);
+    # Qwen3.5 configs carry mtp_num_hidden_layers, which SGLang does not read, so the draft pool lands in headroom.
+    draft_in_budget = 1 if (spec and rules['family'] == 'configurator' and facts['nextn_in_config']) else 0
+    cell, draft_cell = kv_cell_bytes(facts, tp, kv_bytes, draft_in_budget)
+    tokens = kv_tokens(rest_kv, cell + draft_cell, page_size)
+    if tokens <= 0:
+        raise PlanError('no KV cache tokens left after the mamba pool (rest %.2f GiB)' % rest_kv, kind='weights')
+    running, running_bound = max_running_requests(rules, tokens, context, requested_running,
+                                                  pool['slots'] if pool else None, ratio)
+    if p['max_running_requests'] is None and spec and running_bound == 'requested':
+        running_bound = 'speculative_default'
+
+    # --- what is allocated, and what is left for activations / CUDA graphs -------------------------------------
+    kv_heads_rank = kv_heads_per_rank(facts, tp)
+    rows = tokens + page_size
+    k_bytes = rows * kv_heads_rank * facts['head_dim'] * facts['n_full'] * kv_bytes
+    v_bytes = rows * kv_heads_rank * facts['v_head_dim'] * facts['n_full'] * kv_bytes
+    draft_kv_bytes = rows * kv_heads_rank * (facts['head_dim'] + facts['v_head_dim']) * kv_bytes if spec else 0
+    req_to_token = (running + 1) * context * 4
+    static_gib = ((k_bytes + v_bytes + draft_kv_bytes + req_to_token) / float(GIB) + mm_reserve
+                  + ((pool['pool_bytes'] + pool['spec_state_bytes']) / float(GIB) if pool else 0.0))
+    headroom = available - static_gib - (0.0 if draft_in_after else w['draft'] / GIB)
+    reserve = runtime_reserve_mib(gpu_mem, tp, chunk) / 1024.0
+
+    result = dict(
+        sglang_version=version, sglang_rules=rules['family'], arch=facts['arch'], tp_size=tp,
+        gpu_memory_mib=int(gpu_mem),
+        mem_fraction_static=round(frac, 4),
+        mem_fraction_static_source='input' if p['mem_fraction_static'] is not None else 'sglang default',
+        mem_fraction_heuristic=dict((k, round(v, 4) if isinstance(v, float) else v) for k, v in heuristic.items()),
+        chunked_prefill_size=chunk, cuda_graph_max_bs=decode_bs, page_size=page_size, context_length=context,
+        kv_cache_dtype=kv_dtype, mamba_ssm_dtype=ssm_dtype if facts['hybrid'] else None,
+        mamba_strategy=strategy, disable_overlap_schedule=disable_overlap, radix_cache=radix,
+        speculative=dict(enabled=spec, algorithm='NEXTN' if spec else None, num_steps=steps, eagle_topk=1 if spec else 0,
+                         num_draft_tokens=draft_tokens),
+        weights_gib_per_gpu=round(loaded_gib if calibrated or p['free_memory_after_load_gib'] is not None
+                                  else (w['target'] + w['draft']) / GIB, 3),
+        weights_detail=dict(target_gib=round(w['target'] / GIB, 3), draft_gib=round(w['draft'] / GIB, 3),
+                            bytes_per_param=round(w['bytes_per_param'], 4) if w['bytes_per_param'] else None,
+                            source=w['source'],
+                            params_b=round((counts['language'] + counts['vision'] + counts['mtp']) / 1e9, 3)),
+        free_before_load_gib=round(pre, 3), free_after_load_gib=round(after, 3),
+        free_memory_source='calibration' if calibrated else 'profile estimate',
+        runtime_overhead_gib=overhead, mm_reserve_gib=round(mm_reserve, 4),
+        static_budget_gib=round(budget, 3), rest_for_pools_gib=round(rest, 3),
+        kv_bytes_per_token=cell + draft_cell, kv_bytes_per_token_target=cell, kv_bytes_per_token_draft_in_budget=draft_cell,
+        kv_cache_tokens=tokens,
+        k_size_gib=round(k_bytes / float(GIB), 3), v_size_gib=round(v_bytes / float(GIB), 3),
+        draft_kv_gib=round(draft_kv_bytes / float(GIB), 3), draft_kv_in_budget=bool(draft_in_budget),
+        mamba_bytes_per_slot=slot['per_slot'], mamba_slots_per_request=ratio,
+        mamba_cache_slots=pool['slots'] if pool else None,
+        mamba_pool_gib=round(pool['pool_bytes'] / float(GIB), 3) if pool else 0.0,
+        conv_state_gib=round(pool['allocated_slots'] * slot['conv'] / float(GIB), 3) if pool else 0.0,
+        ssm_state_gib=round(pool['allocated_slots'] * slot['ssm'] / float(GIB), 3) if pool else 0.0,
+        spec_state_gib=round(pool['spec_state_bytes'] / float(GIB), 3) if pool else 0.0,
+        max_running_requests=running, max_running_requests_bound_by=running_bound,
+        req_to_token_gib=round(req_to_token / float(GIB), 3),
+        headroom_gib=round(headroom, 2), sglang_runtime_reserve_gib=round(reserve, 2),
+        min_headroom_gib=p['min_headroom_gib'],
+        notes=notes,
+    )
+    result['max_context_at_concurrency'] = context_table(tokens, context, running, p['concurrency'])
+    result['fits'] = headroom >= p['min_headroom_gib']
+    result['decode_roofline_tok_s'] = roofline(facts, counts, tp, w, profile, slot, ssm_dtype, steps, draft_tokens,
+                                               p['mtp_accept_length'])
+    result['limits'] = limits(result)
+    result['verdict'] = verdict(result)
+    return result
+
+
+def context_table(tokens, context, running, levels):
+    """Longest context each of N concurrent requests can hold at once (all KV tokens shared evenly)."""
+    table = []
+    for level in levels or ():
+        level = int(level)
+        if level > running:
+            table.append(dict(concurrency=level, max_context_tokens=None, bound_by='max_running_requests'))
+            continue
+        per_request = tokens // level
+        if per_request >= context:
+            table.append(dict(concurrency=level, max_context_tokens=context, bound_by='context_length'))
+        else:
+            table.append(dict(concurrency=level, max_context_tokens=per_request, bound_by='kv_cache'))
+    return table
+
+
+def roofline(facts, counts, tp, weights, profile, slot, ssm_dtype, steps, draft_tokens, accept_length):
+    """Bandwidth-bound single-stream decode ceiling (batch 1, context ~0, perfect TP split)."""
+    bandwidth = profile.get('memory_bandwidth_gbs')
+    bpp = weights['bytes_per_param']
+    if not bandwidth or not bpp:
+        return dict(no_mtp=None, mtp=None, note='needs memory_bandwidth_gbs in the gpu profile and sized weights')
+    state = 2.0 * slot['ssm'] * tp  # read + write of every rank's recurrent state
+    step = counts['active'] * bpp + state
+    agg = bandwidth * 1e9 * tp
+    out = dict(no_mtp=round(agg / step, 0), bytes_per_token_gb=round(step / 1e9, 2), aggregate_bandwidth_tbs=agg / 1e12,
+               mtp=None, accept_length=None)
+    if draft_tokens:
+        length = min(float(accept_length or DEFAULT_ACCEPT_LENGTH), float(draft_tokens))
+        if facts['experts']:
+            distinct = facts['experts'] * (1 - (1 - float(facts['top_k']) / facts['experts']) ** draft_tokens)
+            verify = (counts['non_expert_active'] + facts['layers'] * distinct * counts['expert']) * bpp + state
+        else:
+            verify = step
+        cycle = verify + steps * counts['mtp_active'] * bpp
+        out.update(mtp=round(agg / cycle * length, 0), accept_length=length, bytes_per_cycle_gb=round(cycle / 1e9, 2))
+    return out
+
+
+def limits(result):
+    """Human lines, most binding first."""
+    lines = []
+    bound = result['max_running_requests_bound_by']
+    running = result['max_running_requests']
+    if bound == 'mamba_slots':
+        lines.append('max_running_requests %d is capped by the mamba state pool: %d slots / %d slots per request (%s)'
+                     % (running, result['mamba_cache_slots'], result['mamba_slots_per_request'],
+                        result['mamba_strategy'] or 'radix off'))
+    elif bound == 'speculative_default':
+        lines.append('max_running_requests %d is SGLang\'s speculative-decoding default (reset to 48 when '
+                     '--max-running-requests is unset)' % running)
+    elif bound == 'kv_tokens':
+        lines.append('max_running_requests %d is capped by KV tokens // 2' % running)
+    elif bound == 'estimate':
+        lines.append('max_running_requests %d is SGLang\'s estimate from KV tokens and context length' % running)
+    else:
+        lines.append('max_running_requests %d as requested' % running)
+    for row in result['max_context_at_concurrency']:
+        if row['bound_by'] == 'kv_cache':
+            lines.append('at %d concurrent requests the KV cache (%d tokens) limits each request to %d tokens'
+                         % (row['concurrency'], result['kv_cache_tokens'], row['max_context_tokens']))
+        elif row['bound_by'] == 'max_running_requests':
+            lines.append('%d concurrent requests exceed max_running_requests %d: the rest queue'
+                         % (row['concurrency'], running))
+    if result['headroom_gib'] < result['min_headroom_gib']:
+        lines.insert(0, 'headroom %.1f GiB per GPU is below the %.1f GiB minimum for activations and CUDA graphs'
+                     % (result['headroom_gib'], result['min_headroom_gib']))
+    elif result['headroom_gib'] < result['sglang_runtime_reserve_gib']:
+        lines.append('headroom %.1f GiB is below SGLang\'s own activation reserve estimate (%.1f GiB): long prefills '
+                     'may OOM' % (result['headroom_gib'], result['sglang_runtime_reserve_gib']))
+    return lines
+
+
+def verdict(result):
+    if not result['fits']:
+        return 'DOES NOT FIT'
+    if result['headroom_gib'] < result['sglang_runtime_reserve_gib'] or result['max_running_requests'] < 32:
+        return 'FITS (tight)'
+    return 'FITS'
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Recommendations: concrete flag changes, each re-planned
+# --------------------------------------------------------------------------------------------------------------
+
+def _effect(base, new):
+    keys = ('max_running_requests', 'kv_cache_tokens', 'mamba_cache_slots', 'headroom_gib', 'mem_fraction_static')
+    return dict((k, [base.get(k), new.get(k)]) for k in keys)
+
+
+def recommend(inputs, base):
+    """Flag changes that raise concurrency or context, each with the re-planned effect. ``inputs`` = plan() kwargs."""
+    out = []
+
+    def attempt(flags, why, **changes):
+        trial = dict(inputs)
+        trial.update(changes)
+        try:
+            new = plan(**trial)
+        except PlanError as exc:
+            return dict(flags=flags, why=why, error=str(exc))
+        better = (new['max_running_requests'] > base['max_running_requests']
+                  or new['kv_cache_tokens'] > base['kv_cache_tokens'] * 1.05
+                  or (new['fits'] and not base['fits']))
+        if not better:
+            return None
+        rec = dict(flags=flags, why=why, effect=_effect(base, new), fits=new['fits'])
+        out.append(rec)
+        return rec
+
+    pre = base['free_before_load_gib']
+    outside = base['draft_kv_gib'] * (0 if base['draft_kv_in_budget'] else 1) + base['req_to_token_gib']
+    target = inputs.get('target_headroom_gib') or DEFAULT_TARGET_HEADROOM_GIB
+    frac = int((1 - (target + outside) / pre) * 200) / 200.0
+    if frac > base['mem_fraction_static'] + 0.01:
+        attempt(['--mem-fraction-static', '%.3f' % frac],
+                'leaves about %.0f GiB per GPU for activations, CUDA graphs and the MTP draft KV instead of %.1f'
+                % (target, base['headroom_gib']), mem_fraction_static=frac)
+    if base['mamba_ssm_dtype'] == 'float32':
+        per_slot_mib = base['mamba_bytes_per_slot'] / float(MIB)
+        attempt(['--mamba-ssm-dtype', 'bfloat16'], 'halves the GDN state per slot (%.1f MiB -> about %.1f MiB); '
+                'upstream CI runs Qwen3.5 MTP this way' % (per_slot_mib, per_slot_mib / 2),
+                mamba_ssm_dtype='bfloat16')
+    if inputs.get('max_running_requests') is None and base['speculative']['enabled']:
+        cap = base['mamba_cache_slots'] // base['mamba_slots_per_request'] if base['mamba_cache_slots'] else None
+        if cap and cap > SPEC_DEFAULT_MAX_RUNNING:
+            attempt(['--max-running-requests', str(cap)], 'MTP silently resets max_running_requests to 48; the mamba '
+                    'pool has slots for %d' % cap, max_running_requests=cap)
+        elif cap:
+            rec = attempt(['--max-running-requests', str(cap)], 'state the real cap: an explicit value also shrinks '
+                          'the CUDA-graph reserve SGLang subtracts from its default --mem-fraction-static',
+                          max_running_requests=cap)
+            if rec is None:
+                out.append(dict(flags=['--max-running-requests', str(cap)], why='make the mamba-imposed cap explicit '
+                                '(no memory gained)', effect=None, fits=base['fits']))
+    if base['kv_cache_dtype'] not in ('fp8_e4m3', 'fp8_e5m2'):
+        attempt(['--kv-cache-dtype', 'fp8_e4m3'], 'halves KV bytes per token; without calibrated scales this risks '
+                'reasoning accuracy (cookbook warning)', kv_cache_dtype='fp8_e4m3')
+    tp = inputs.get('tp_size')
+    max_tp = inputs.get('max_tp')
+    if tp and (max_tp is None or tp * 2 <= max_tp):
+        attempt(['--tp-size', str(tp * 2)], 'halves weights and state per GPU (needs %d GPUs)' % (tp * 2),
+                tp_size=tp * 2)
+    return out
+
+
+def plan_with_recommendations(**inputs):
+    base = plan(**inputs)
+    base['recommendations'] = recommend(inputs, base)
+    return base

@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Render a vram_plan result as a terminal table and as Markdown. PRIVATE to the collection; stdlib only."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+MIB = 1 << 20
+
+
+def _num(value):
+    return '-' if value is None else '{:,}'.format(value)
+
+
+def _ctx(plan):
+    cells = []
+    for row in plan['max_context_at_concurrency']:
+        if row['max_context_tokens'] is None:
+            cells.append('%d: queued' % row['concurrency'])
+        else:
+            cells.append('%d: %s' % (row['concurrency'], _num(row['max_context_tokens'])))
+    return ' | '.join(cells)
+
+
+def _roofline(plan):
+    roof = plan['decode_roofline_tok_s']
+    if roof.get('no_mtp') is None:
+        return 'n/a'
+    text = '%d tok/s' % roof['no_mtp']
+    if roof.get('mtp'):
+        text += ', with MTP (accept %.1f) %d tok/s' % (roof['accept_length'], roof['mtp'])
+    return text
+
+
+def summary_rows(plan):
+    """(label, value) pairs shared by the text and Markdown renderings."""
+    frac = plan['mem_fraction_static']
+    heur = plan['mem_fraction_heuristic']
+    if plan['mem_fraction_static_source'] == 'input':
+        frac_text = '%.3f (set)' % frac
+    else:
+        frac_text = '%.3f (SGLang default: %.3f' % (frac, heur['before_vlm_factor'])
+        frac_text += ' x VLM %.3f)' % heur['vlm_factor'] if heur['vlm_factor'] != 1.0 else ')'
+    weights = plan['weights_detail']
+    weights_text = '%.1f GiB' % plan['weights_gib_per_gpu']
+    if weights['draft_gib']:
+        weights_text += ' (target %.1f + MTP draft %.1f)' % (weights['target_gib'], weights['draft_gib'])
+    spec = plan['speculative']
+    rows = [
+        ('sglang', '%s (%s rules)' % (plan['sglang_version'], plan['sglang_rules'])),
+        ('mem_fraction_static', frac_text),
+        ('weights / GPU', weights_text),
+        ('free before load / budget', '%.1f GiB / %.1f GiB (%s)' % (
+            plan['free_before_load_gib'], plan['static_budget_gib'], plan['free_memory_source'])),
+    ]
+    if plan['mamba_cache_slots'] is not None:
+        rows.append(('mamba slots', '%s x %.1f MiB (%s SSM), %s per request (%s)' % (
+            _num(plan['mamba_cache_slots']), plan['mamba_bytes_per_slot'] / float(MIB), plan['mamba_ssm_dtype'],
+            plan['mamba_slots_per_request'], plan['mamba_strategy'] or 'radix off')))
+    if spec['enabled']:
+        rows.append(('MTP', 'NEXTN %d/%d/%d, verify states %.2f GiB' % (
+            spec['num_steps'], spec['eagle_topk'], spec['num_draft_tokens'], plan['spec_state_gib'])))
+    rows += [
+        ('KV tokens', '%s (%s B/token, %s)' % (_num(plan['kv_cache_tokens']), _num(plan['kv_bytes_per_token']),
+                                               plan['kv_cache_dtype'])),
+        ('max running requests', '%d (bound by %s)' % (plan['max_running_requests'],
+                                                       plan['max_running_requests_bound_by'].replace('_', ' '))),
+        ('max context @ concurrency', _ctx(plan)),
+        ('headroom / GPU', '%.1f GiB (SGLang reserve estimate %.1f GiB)' % (
+            plan['headroom_gib'], plan['sglang_runtime_reserve_gib'])),
+        ('decode roofline', _roofline(plan)),
+        ('verdict', plan['verdict']),
+    ]
+    return rows
+
+
+def render_text(plan, title):
+    """Lines for ansible.builtin.debug: a two-column table, limits and recommendations."""
+    rows = summary_rows(plan)
+    width = max(len(label) for label, _value in rows)
+    lines = [title, '-' * len(title)]
+    lines += ['%s  %s' % (label.ljust(width), value) for label, value in rows]
+    for limit in plan['limits']:
+        lines.append('limit: %s' % limit)
+    for rec in plan.get('recommendations') or []:
+        lines.append('try: %s -- %s' % (' '.join(rec['flags']), _effect_text(rec)))
+    for note in plan.get('notes') or []:
+        lines.append('note: %s' % note)
+    return lines
+
+
+def _effect_text(rec):
+    if rec.get('error'):
+        return 'fails: %s' % rec['error']
+    effect = rec.get('effect')
+    if not effect:
+        return rec['why']
+    parts = []
+    for key, label in (('max_running_requests', 'running'), ('kv_cache_tokens', 'KV tokens'),
+                       ('mamba_cache_slots', 'mamba slots'), ('headroom_gib', 'headroom GiB')):
+        old, new = effect[key]
+        if old != new:
+            parts.append('%s %s -> %s' % (label, _num(old), _num(new)))
+    return '%s (%s)' % ('; '.join(parts) or 'no change', rec['why'])
+
+
+def render_markdown(plan, title, flags=None):
+    """A self-contained Markdown report (build/plan/<host>/plan.md)."""
+    out = ['# %s' % title, '',
+           'Computed by `llmops.inference.vram_plan_info` from SGLang %s\'s own memory-planning rules; '
+           'not measured on a GPU.' % plan['sglang_version'], '']
+    if flags:
+        out += ['SGLang flags planned: `%s`' % ' '.join(flags), '']
+    out += ['| item | value |', '|---|---|']
+    out += ['| %s | %s |' % (label, value.replace('|', '/')) for label, value in summary_rows(plan)]
+    out += ['', '## Max context per request at N concurrent requests', '',
+            '| concurrent | max context (tokens) | bound by |', '|---|---|---|']
+    for row in plan['max_context_at_concurrency']:
+        out.append('| %d | %s | %s |' % (row['concurrency'], _num(row['max_context_tokens']),
+                                         row['bound_by'].replace('_', ' ')))
+    out += ['', '## What binds first', '']
+    out += ['- %s' % limit for limit in plan['limits']]
+    recs = plan.get('recommendations') or []
+    if recs:
+        out += ['', '## Recommendations (each re-planned)', '', '| flags | effect |', '|---|---|']
+        out += ['| `%s` | %s |' % (' '.join(rec['flags']), _effect_text(rec).replace('|', '/')) for rec in recs]
+    out += ['', '## Memory per GPU (GiB)', '', '| pool | GiB |', '|---|---|']
+    for label, key in (('free before loading', 'free_before_load_gib'), ('free after loading', 'free_after_load_gib'),
+                       ('static budget (x mem_fraction_static)', 'static_budget_gib'),
+                       ('left for mamba + KV pools', 'rest_for_pools_gib'), ('mamba state pool', 'mamba_pool_gib'),
+                       ('MTP verify states', 'spec_state_gib'), ('KV cache K', 'k_size_gib'),
+                       ('KV cache V', 'v_size_gib'), ('MTP draft KV', 'draft_kv_gib'),
+                       ('multimodal reserve', 'mm_reserve_gib'), ('headroom', 'headroom_gib')):
+        out.append('| %s | %.2f |' % (label, plan[key] or 0.0))
+    for note in plan.get('notes') or []:
+        out.append('')
+        out.append('Note: %s' % note)
+    out.append('')
+    return '\n'.join(out)

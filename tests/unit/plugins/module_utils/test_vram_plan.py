@@ -1,0 +1,450 @@
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""VRAM planner against SGLang's own numbers: two real start-up logs, the notes' arithmetic and the source rules."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_defaults as sd
+from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown, render_text
+
+ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+GIB = 1 << 30
+
+
+def profile(kind, name):
+    with open(os.path.join(ROOT, 'profiles', kind, name + '.yml')) as handle:
+        return yaml.safe_load(handle)
+
+
+M122 = profile('models', 'qwen3.5-122b-a10b')
+M397 = profile('models', 'qwen3.5-397b-a17b-nvfp4')
+RTX = profile('hardware', 'rtx-pro-6000-blackwell-server')
+H200 = profile('hardware', 'h200')
+H100 = profile('hardware', 'h100-80gb')
+B200 = profile('hardware', 'b200')
+MTP = dict(speculative_num_draft_tokens=4, speculative_num_steps=3)
+
+
+def gib2(value):
+    """How SGLang prints GiB in its logs ('%.2f GB')."""
+    return '%.2f' % value
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The two real log data points (shared/notes/sglang.md section 6). Only the facts the planner reads are given;
+# hidden/intermediate sizes matter only for weights, which the logged free-memory figures replace.
+# ---------------------------------------------------------------------------------------------------------------
+
+# Validation A: Qwen3.5-9B, TP2 on 2x RTX 4090, SGLang dev g4df60434d (2026-04-14, between 0.5.10 and 0.5.11),
+# frac 0.8, ctx 262144, no spec. Log: avail 22.93 -> 14.08; max_mamba_cache_size 186, conv 0.10 GB, ssm 4.38 GB;
+# #tokens 327310, K 2.50 GB; max_running_requests 62.
+CONFIG_A = dict(
+    architectures=['Qwen3_5ForConditionalGeneration'], model_type='qwen3_5',
+    text_config=dict(hidden_size=4096, num_hidden_layers=32, full_attention_interval=4, num_attention_heads=16,
+                     num_key_value_heads=4, head_dim=256, linear_num_key_heads=16, linear_num_value_heads=32,
+                     linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4,
+                     intermediate_size=12288, vocab_size=248320, max_position_embeddings=262144,
+                     mamba_ssm_dtype='float32'),
+    vision_config=dict(depth=27, hidden_size=1152))
+INPUTS_A = dict(model_config=CONFIG_A, gpu_memory_mib=24564, tp_size=2, sglang_version='0.5.11',
+                mem_fraction_static=0.8, free_memory_before_load_gib=22.93, free_memory_after_load_gib=14.08)
+
+# Validation B: Qwen3.8-27B-FP8 (Qwen3_5ForConditionalGeneration), 1x H100 80GB, SGLang 0.5.18, frac 0.85,
+# --max-running-requests 32, no spec. Log: avail 50.01 after load (usage 28.47 -> 78.48 before);
+# max_mamba_cache_size 124, conv 0.34 GB, ssm 17.58 GB; #tokens 330323, K 10.08 GB; capped to 24 by mamba slots.
+CONFIG_B = dict(
+    architectures=['Qwen3_5ForConditionalGeneration'], model_type='qwen3_5',
+    text_config=dict(hidden_size=5120, num_hidden_layers=64, full_attention_interval=4, num_attention_heads=24,
+                     num_key_value_heads=4, head_dim=256, linear_num_key_heads=16, linear_num_value_heads=48,
+                     linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4,
+                     intermediate_size=17408, vocab_size=248320, max_position_embeddings=262144,
+                     mamba_ssm_dtype='float32', quantization_config=dict(quant_method='fp8')),
+    vision_config=dict(depth=27, hidden_size=1152))
+INPUTS_B = dict(model_config=CONFIG_B, gpu_memory_mib=81559, tp_size=1, sglang_version='0.5.18',
+                mem_fraction_static=0.85, max_running_requests=32, free_memory_before_load_gib=78.48,
+                free_memory_after_load_gib=50.01)
+
+# The memory SGLang allocated between "Load weight end" and pool sizing, which no log line shows, back-solved from
+# each log's "#tokens" (one number each). The tests below check that this single number then reproduces every
+# other logged value too, and that the default (0.05 GiB) reproduces the discrete ones.
+OVERHEAD_A = 0.038090
+OVERHEAD_B = 0.057550
+
+
+@pytest.mark.parametrize('inputs, overhead, logged', [
+    (INPUTS_A, OVERHEAD_A, dict(slots=186, tokens=327310, k='2.50', ssm='4.38', conv='0.10', running=62,
+                                per_slot=25755648, cell=16384)),
+    (INPUTS_B, OVERHEAD_B, dict(slots=124, tokens=330323, k='10.08', ssm='17.58', conv='0.34', running=24,
+                                per_slot=153944064, cell=65536)),
+], ids=['A-qwen3.5-9b-tp2-4090', 'B-27b-fp8-h100-0.5.18'])
+def test_real_log_exact(inputs, overhead, logged):
+    result = vp.plan(runtime_overhead_gib=overhead, **inputs)
+    assert result['mamba_bytes_per_slot'] == logged['per_slot']
+    assert result['kv_bytes_per_token'] == logged['cell']
+    assert result['mamba_cache_slots'] == logged['slots']
+    assert result['kv_cache_tokens'] == logged['tokens']
+    assert gib2(result['k_size_gib']) == logged['k']
+    assert gib2(result['v_size_gib']) == logged['k']
+    assert gib2(result['ssm_state_gib']) == logged['ssm']
+    assert gib2(result['conv_state_gib']) == logged['conv']
+    assert result['max_running_requests'] == logged['running']
+    assert result['max_running_requests_bound_by'] == 'mamba_slots'
+
+
+@pytest.mark.parametrize('inputs, logged', [
+    (INPUTS_A, dict(slots=186, tokens=327310, k=2.50, ssm='4.38', conv='0.10', running=62, ratio=3)),
+    (INPUTS_B, dict(slots=124, tokens=330323, k=10.08, ssm='17.58', conv='0.34', running=24, ratio=5)),
+], ids=['A', 'B'])
+def test_real_log_default_overhead(inputs, logged):
+    """With the default runtime overhead every discrete value is exact; tokens and K size within input rounding."""
+    result = vp.plan(**inputs)
+    assert result['mamba_cache_slots'] == logged['slots']
+    assert result['max_running_requests'] == logged['running']
+    assert result['mamba_slots_per_request'] == logged['ratio']
+    assert gib2(result['ssm_state_gib']) == logged['ssm']
+    assert gib2(result['conv_state_gib']) == logged['conv']
+    # Free memory is logged to 0.01 GiB: that alone moves #tokens by a few hundred.
+    assert abs(result['kv_cache_tokens'] - logged['tokens']) / float(logged['tokens']) < 0.003
+    assert abs(result['k_size_gib'] - logged['k']) <= 0.01
+
+
+def test_real_log_rules_matter():
+    """Without the hidden overhead, or with the other release's rules, the slot counts are off by one."""
+    assert vp.plan(runtime_overhead_gib=0.0, **INPUTS_A)['mamba_cache_slots'] == 187
+    assert vp.plan(runtime_overhead_gib=0.0, **INPUTS_B)['mamba_cache_slots'] == 125
+    # 0.5.18's rules (padded pool, 100 MiB multimodal reserve) on the April log give 183, not 186: A ran the
+    # unpadded 0.5.10/0.5.11 formula without the reserve.
+    inputs = dict(INPUTS_A)
+    inputs['sglang_version'] = '0.5.18'
+    assert vp.plan(**inputs)['mamba_cache_slots'] == 183
+    # B is multimodal: 0.5.18 reserves SGLANG_VLM_CACHE_SIZE_MB (100 MiB) of the KV budget.
+    assert vp.plan(**INPUTS_B)['mm_reserve_gib'] == pytest.approx(100 / 1024.0, abs=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Arithmetic from the notes (per-slot, KV cell, parameter count, default fraction)
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('model, tp, dtype, expected', [
+    (M122, 4, 'float32', 38412288),
+    (M122, 4, 'bfloat16', 19537920),
+    (M122, 2, 'float32', 76824576),
+    (M122, 8, 'float32', 19206144),
+    (M397, 4, 'float32', 48015360),
+])
+def test_mamba_bytes_per_slot(model, tp, dtype, expected):
+    facts = vp.model_facts(model['config'])
+    assert vp.mamba_slot_bytes(facts, tp, dtype)['per_slot'] == expected
+
+
+@pytest.mark.parametrize('model, tp, kv_bytes, expected', [
+    (M122, 4, 2, 12288), (M122, 4, 1, 6144), (M122, 1, 2, 24576), (M122, 8, 2, 12288), (M397, 4, 2, 15360),
+])
+def test_kv_cell_full_attention_layers_only(model, tp, kv_bytes, expected):
+    facts = vp.model_facts(model['config'])
+    assert facts['n_full'] == len(facts['full_layer_ids'])
+    assert vp.kv_cell_bytes(facts, tp, kv_bytes, 0) == (expected, 0)
+
+
+def test_eagle_draft_kv_folded_in_when_config_names_nextn_layers():
+    config = dict(M122['config'], text_config=dict(M122['config']['text_config'], num_nextn_predict_layers=1))
+    facts = vp.model_facts(config)
+    assert vp.kv_cell_bytes(facts, 4, 2, 1) == (12288, 1024)  # 13/12, HEAD's EAGLE cell
+    result = vp.plan(model_config=config, gpu_profile=RTX, tp_size=4, **MTP)
+    assert result['kv_bytes_per_token'] == 13312
+    assert result['draft_kv_in_budget'] is True
+
+
+def test_parameter_count_matches_model_card():
+    facts = vp.model_facts(M122['config'])
+    counts = vp.param_counts(facts)
+    assert counts['language'] / 1e9 == pytest.approx(122.1, abs=0.1)
+    assert counts['active'] / 1e9 == pytest.approx(9.0, abs=0.05)  # download-and-bench.md section 8
+    # 39 shards of the seed: du printed 234G (GiB); 125.1 B params x 2 B = 233 GiB.
+    total = counts['language'] + counts['vision'] + counts['mtp']
+    assert total * 2 / float(GIB) == pytest.approx(233, abs=1.5)
+
+
+def test_nested_and_flat_configs_agree():
+    flat = dict(M122['config']['text_config'], architectures=M122['config']['architectures'])
+    nested = vp.model_facts(M122['config'])
+    plain = vp.model_facts(flat)
+    for key in ('hidden', 'layers', 'n_full', 'n_linear', 'kv_heads', 'lin_v_heads', 'experts', 'mtp_layers'):
+        assert nested[key] == plain[key]
+    assert nested['n_full'] == 12 and nested['n_linear'] == 36
+    assert nested['multimodal'] and plain['multimodal']  # the architecture alone makes SGLang treat it as a VLM
+
+
+@pytest.mark.parametrize('gpu, tp, spec, before_factor', [
+    (RTX, 4, True, 0.849), (H200, 4, True, 0.897), (H100, 4, True, 0.819), (B200, 4, True, 0.852),
+    (RTX, 2, False, 0.857),
+])
+def test_default_mem_fraction(gpu, tp, spec, before_factor):
+    _version, rules = sd.rules_for('0.5.23')
+    chunk, bs = sd.capacity_defaults(rules, gpu['memory_total_mib'], tp)
+    facts = vp.model_facts(M122['config'])
+    out = sd.default_mem_fraction(rules, gpu['memory_total_mib'], tp, chunk, bs, True, spec, True, facts['vision'])
+    assert out['before_vlm_factor'] == before_factor
+    # The vision config has depth, not num_hidden_layers: SGLang's getattr falls back to 24 layers.
+    assert out['vlm_factor'] == pytest.approx(0.95 * (1 - 0.1 * (24 * 1152 ** 2 / (24.0 * 1024 ** 2) - 1)))
+
+
+def test_apr_mem_fraction_adds_spec_reserve():
+    _version, rules = sd.rules_for('0.5.11')
+    out = sd.default_mem_fraction(rules, 143771, 4, 8192, 512, False, True, False, None)
+    assert out['reserved_mib'] == 512 + 8192 * 1.5 + 512 * 2 + 512 + 4096
+
+
+def test_capacity_buckets():
+    _version, rules = sd.rules_for('0.5.23')
+    assert sd.capacity_defaults(rules, 97887, 4) == (8192, 512)
+    assert sd.capacity_defaults(rules, 97887, 2) == (8192, 256)
+    assert sd.capacity_defaults(rules, 183359, 4) == (16384, 512)
+    assert sd.capacity_defaults(rules, 24564, 2) == (4096, 48)
+    assert len(sd.prefill_graph_sizes(8192)) == 58
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The deployment of the seed: 122B BF16 with MTP on 4x RTX PRO 6000 vs 4x H200
+# ---------------------------------------------------------------------------------------------------------------
+
+def plan_122b(gpu, **extra):
+    inputs = dict(model_config=M122['config'], gpu_profile=gpu, tp_size=4, sglang_version='0.5.23', max_tp=8)
+    inputs.update(MTP)
+    inputs.update(extra)
+    return vp.plan_with_recommendations(**inputs)
+
+
+def test_122b_rtx6000_tp4_mtp_is_tight():
+    result = plan_122b(RTX)
+    assert result['mem_fraction_static'] == pytest.approx(0.849 * 0.92477, abs=1e-4)
+    assert result['weights_gib_per_gpu'] == pytest.approx(58.3, abs=0.2)
+    assert result['mamba_bytes_per_slot'] == 38412288
+    assert result['mamba_slots_per_request'] == 5  # extra_buffer (auto on 0.5.23) with overlap
+    assert result['mamba_cache_slots'] == 111
+    assert result['spec_state_gib'] == pytest.approx(3.29, abs=0.01)
+    assert result['kv_bytes_per_token'] == 12288
+    assert 700000 < result['kv_cache_tokens'] < 730000
+    assert result['max_running_requests'] == 22
+    assert result['max_running_requests_bound_by'] == 'mamba_slots'
+    table = dict((row['concurrency'], row) for row in result['max_context_at_concurrency'])
+    assert table[1]['max_context_tokens'] == 262144
+    assert table[8]['bound_by'] == 'kv_cache' and table[8]['max_context_tokens'] == result['kv_cache_tokens'] // 8
+    assert table[32]['max_context_tokens'] is None and table[32]['bound_by'] == 'max_running_requests'
+    assert result['fits'] and result['verdict'] == 'FITS (tight)'
+    assert result['limits'][0].startswith('max_running_requests 22 is capped by the mamba state pool')
+    flags = [' '.join(rec['flags']) for rec in result['recommendations']]
+    assert '--mamba-ssm-dtype bfloat16' in flags
+    assert '--kv-cache-dtype fp8_e4m3' in flags
+    assert '--tp-size 8' in flags
+    assert any(flag.startswith('--mem-fraction-static 0.9') for flag in flags)
+    assert any(flag.startswith('--max-running-requests') for flag in flags)
+    bf16 = [rec for rec in result['recommendations'] if rec['flags'] == ['--mamba-ssm-dtype', 'bfloat16']][0]
+    assert bf16['effect']['max_running_requests'] == [22, 44]
+    # The hand estimate of the seed: "134 GB left for KV" (33.5 GB per GPU). SGLang's KV pool is far smaller.
+    assert result['k_size_gib'] + result['v_size_gib'] < 9
+
+
+def test_122b_h200_tp4_mtp_is_comfortable():
+    result = plan_122b(H200)
+    assert result['max_running_requests'] == 48
+    assert result['max_running_requests_bound_by'] == 'speculative_default'
+    assert result['kv_cache_tokens'] > 3000000
+    table = dict((row['concurrency'], row) for row in result['max_context_at_concurrency'])
+    assert table[8]['max_context_tokens'] == 262144
+    assert result['verdict'] == 'FITS'
+    raise_cap = [rec for rec in result['recommendations'] if rec['flags'][0] == '--max-running-requests'][0]
+    assert int(raise_cap['flags'][1]) == result['mamba_cache_slots'] // 5
+    assert raise_cap['effect']['max_running_requests'][1] > 48
+
+
+def test_roofline():
+    rtx = plan_122b(RTX)['decode_roofline_tok_s']
+    h200 = plan_122b(H200)['decode_roofline_tok_s']
+    assert rtx['bytes_per_token_gb'] == pytest.approx(18.3, abs=0.1)
+    assert rtx['no_mtp'] == pytest.approx(4 * 1597e9 / 18.32e9, abs=2)
+    assert h200['no_mtp'] == pytest.approx(1050, abs=10)
+    assert h200['mtp'] == pytest.approx(1340, abs=15)  # notes: about 1,350 at L = 3.1
+    assert rtx['mtp'] > rtx['no_mtp']
+
+
+def test_render():
+    result = plan_122b(RTX)
+    lines = render_text(result, 'sglang-ct')
+    assert lines[0] == 'sglang-ct'
+    assert any(line.startswith('max running requests') and '22 (bound by mamba slots)' in line for line in lines)
+    markdown = render_markdown(result, 'sglang-ct')
+    assert 'not measured on a GPU' in markdown
+    assert '| 32 | - | max running requests |' in markdown
+    json.dumps(result)  # the module returns it as is
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Failures SGLang would raise, or that make the plan impossible
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('tp, fragment', [
+    (3, 'num_attention_heads 32 is not divisible by tp 3'),
+    (64, 'linear_num_key_heads 16 is not divisible by tp 64'),
+])
+def test_tp_divisibility(tp, fragment):
+    with pytest.raises(vp.PlanError) as exc:
+        vp.plan(model_config=M122['config'], gpu_memory_mib=183359, tp_size=tp)
+    assert exc.value.kind == 'tp'
+    assert fragment in str(exc.value)
+
+
+def test_tp_kv_replication_rule():
+    text = dict(M122['config']['text_config'], num_key_value_heads=3, num_attention_heads=24)
+    config = dict(M122['config'], text_config=text)
+    with pytest.raises(vp.PlanError) as exc:
+        vp.plan(model_config=config, gpu_memory_mib=183359, tp_size=4)
+    assert 'not a multiple of num_key_value_heads 3' in str(exc.value)
+
+
+def test_tp_linear_key_heads():
+    config = dict(M122['config'], text_config=dict(M122['config']['text_config'], linear_num_key_heads=12))
+    with pytest.raises(vp.PlanError) as exc:
+        vp.plan(model_config=config, gpu_memory_mib=183359, tp_size=8)
+    assert 'linear_num_key_heads 12 is not divisible by tp 8' in str(exc.value)
+
+
+def test_no_mtp_layers():
+    text = dict(M122['config']['text_config'])
+    del text['mtp_num_hidden_layers']
+    with pytest.raises(vp.PlanError) as exc:
+        vp.plan(model_config=dict(M122['config'], text_config=text), gpu_profile=H200, tp_size=4, **MTP)
+    assert exc.value.kind == 'mtp' and 'has no MTP layers' in str(exc.value)
+    # Without MTP the same config plans fine.
+    assert vp.plan(model_config=dict(M122['config'], text_config=text), gpu_profile=H200, tp_size=4)['fits']
+
+
+def test_mtp_tensors_missing_from_checkpoint(tmp_path):
+    (tmp_path / 'config.json').write_text(json.dumps(M122['config']))
+    (tmp_path / 'model.safetensors.index.json').write_text(json.dumps(dict(
+        metadata=dict(total_size=250000000000), weight_map={'model.language_model.embed_tokens.weight': 'a'})))
+    config, total, names = vp.read_model_path(str(tmp_path))
+    assert total == 250000000000 and config['model_type'] == 'qwen3_5_moe'
+    with pytest.raises(vp.PlanError) as exc:
+        vp.plan(model_config=config, weights_bytes=total, weight_names=names, gpu_profile=H200, tp_size=4, **MTP)
+    assert exc.value.kind == 'mtp' and 'mtp.*' in str(exc.value)
+
+
+def test_weights_exceed_memory():
+    with pytest.raises(vp.PlanError) as exc:
+        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=2, **MTP)
+    assert exc.value.kind == 'weights'
+    assert 'cannot load' in str(exc.value) and 'exceed the' in str(exc.value)
+
+
+def test_no_kv_budget_quotes_sglang_minimum():
+    with pytest.raises(vp.PlanError) as exc:
+        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, mem_fraction_static=0.6, **MTP)
+    assert exc.value.kind == 'weights'
+    assert 'Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.600' in str(exc.value)
+    suggested = exc.value.details['min_mem_fraction_static']
+    assert 0.6 < suggested < 0.7
+    # Just above SGLang's suggested minimum it starts (with a tiny pool).
+    with pytest.raises(vp.PlanError):
+        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, mem_fraction_static=suggested - 0.01, **MTP)
+
+
+def test_h100_tp4_default_fraction_cannot_serve():
+    with pytest.raises(vp.PlanError) as exc:
+        plan_122b(H100)
+    assert exc.value.kind in ('sglang', 'weights')
+    # The cookbook runs H100 TP4 at 0.88.
+    assert plan_122b(H100, mem_fraction_static=0.88)['max_running_requests'] > 0
+
+
+def test_quantized_needs_weights_bytes():
+    config = dict(M397['config'])
+    with pytest.raises(vp.PlanError) as exc:
+        vp.plan(model_config=config, gpu_profile=RTX, tp_size=8)
+    assert 'give weights_bytes' in str(exc.value)
+    result = vp.plan(model_config=config, weights_bytes=M397['weights_bytes'], gpu_profile=RTX, tp_size=8)
+    # 223 GiB / 8 minus the MTP head's share, which the target does not load without MTP.
+    assert 27.0 < result['weights_gib_per_gpu'] < 223 / 8.0
+    assert result['kv_bytes_per_token'] == 15360  # 15 full layers, one (replicated) KV head per rank
+    assert result['fits']
+
+
+def test_unknown_version():
+    with pytest.raises(vp.PlanError) as exc:
+        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, sglang_version='0.5.99')
+    assert 'no planner rules recorded for sglang 0.5.99' in str(exc.value)
+
+
+def test_context_longer_than_model():
+    with pytest.raises(vp.PlanError) as exc:
+        vp.plan(model_config=M122['config'], gpu_profile=H200, tp_size=4, context_length=1 << 20)
+    assert 'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN' in str(exc.value)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Strategy / radix / page size rules
+# ---------------------------------------------------------------------------------------------------------------
+
+def test_apr_spec_with_radix_raises_the_seed_error():
+    with pytest.raises(vp.PlanError) as exc:
+        plan_122b(H200, sglang_version='0.5.11')
+    assert 'no_buffer.To use radix cache with speculative decoding' in str(exc.value)
+    assert plan_122b(H200, sglang_version='0.5.11', mamba_strategy='extra_buffer')['mamba_slots_per_request'] == 5
+
+
+def test_no_buffer_needs_overlap_off_on_0523():
+    with pytest.raises(vp.PlanError) as exc:
+        plan_122b(H200, mamba_strategy='no_buffer')
+    assert 'no_buffer do not support overlap schedule' in str(exc.value)
+    result = plan_122b(H200, mamba_strategy='no_buffer', disable_overlap_schedule=True)
+    assert result['mamba_slots_per_request'] == 3
+
+
+def test_radix_off_sizes_pool_by_requests():
+    result = plan_122b(RTX, radix_cache=False, max_running_requests=16)
+    assert result['mamba_slots_per_request'] == 1
+    assert result['mamba_cache_slots'] == 16
+    assert result['max_running_requests'] == 16
+
+
+def test_page_size_rounding_and_sm100_default():
+    result = plan_122b(H200, page_size=64)
+    assert result['kv_cache_tokens'] % 64 == 0
+    b200 = plan_122b(B200)
+    assert b200['page_size'] == 64 and b200['kv_cache_tokens'] % 64 == 0
+
+
+def test_fp8_kv_doubles_tokens():
+    base = plan_122b(H200)
+    fp8 = plan_122b(H200, kv_cache_dtype='fp8_e4m3')
+    assert fp8['kv_bytes_per_token'] == base['kv_bytes_per_token'] // 2
+    assert abs(fp8['kv_cache_tokens'] - 2 * base['kv_cache_tokens']) <= 2
+
+
+def test_explicit_max_running_requests_caps_graph_reserve():
+    """SGLang caps the decode CUDA-graph max bs at an explicit --max-running-requests before the fraction heuristic."""
+    default = plan_122b(RTX)
+    explicit = plan_122b(RTX, max_running_requests=22)
+    assert explicit['mem_fraction_static'] > default['mem_fraction_static']
+    assert explicit['max_running_requests_bound_by'] in ('requested', 'mamba_slots')
+
+
+def test_calibration_replaces_estimates():
+    result = plan_122b(RTX, free_memory_before_load_gib=93.0, free_memory_after_load_gib=35.0)
+    assert result['weights_gib_per_gpu'] == pytest.approx(58.0)
+    assert result['free_memory_source'] == 'calibration'
+
+
+def test_unknown_input_rejected():
+    with pytest.raises(vp.PlanError):
+        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, bogus=1)

@@ -1,0 +1,128 @@
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""vram_plan_info through its real argument spec (AnsibleModule)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+import pytest
+import yaml
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.llmops.inference.plugins.modules import vram_plan_info
+
+ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+
+
+def profile(kind, name):
+    with open(os.path.join(ROOT, 'profiles', kind, name + '.yml')) as handle:
+        return yaml.safe_load(handle)
+
+
+class AnsibleExitJson(Exception):
+    pass
+
+
+class AnsibleFailJson(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def module_exits(monkeypatch):
+    def exit_json(self, **kwargs):
+        raise AnsibleExitJson(kwargs)
+
+    def fail_json(self, **kwargs):
+        raise AnsibleFailJson(kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+
+
+def run_module(args):
+    with patch_module_args(args):
+        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as exc:
+            vram_plan_info.main()
+    return exc.type, exc.value.args[0]
+
+
+MODEL = profile('models', 'qwen3.5-122b-a10b')
+RTX = profile('hardware', 'rtx-pro-6000-blackwell-server')
+
+
+def test_plan_with_profiles():
+    kind, result = run_module(dict(model_config=MODEL['config'], gpu_profile=RTX, tp_size=4, sglang_version='0.5.23',
+                                   speculative_num_draft_tokens=4, speculative_num_steps=3, title='sglang-ct'))
+    assert kind is AnsibleExitJson
+    assert result['changed'] is False
+    for key in ('weights_gib_per_gpu', 'kv_bytes_per_token', 'mamba_bytes_per_slot', 'mamba_slots_per_request',
+                'mamba_cache_slots', 'spec_state_gib', 'kv_cache_tokens', 'max_running_requests',
+                'max_context_at_concurrency', 'headroom_gib', 'fits', 'limits', 'recommendations',
+                'decode_roofline_tok_s'):
+        assert key in result, key
+    assert result['max_running_requests'] == 22
+    assert result['report_lines'][0] == 'sglang-ct'
+    assert result['report_markdown'].startswith('# sglang-ct')
+    assert result['details']['mamba_strategy'] == 'extra_buffer'
+    json.dumps(result)
+
+
+def test_gpu_memory_mib_without_profile_and_defaults():
+    kind, result = run_module(dict(model_config=MODEL['config'], gpu_memory_mib=143771, tp_size=4))
+    assert kind is AnsibleExitJson
+    assert result['sglang_version'] == '0.5.23'
+    assert result['details']['speculative']['enabled'] is False
+    assert result['decode_roofline_tok_s']['no_mtp'] is None  # no bandwidth without a profile
+
+
+def test_model_path(tmp_path):
+    (tmp_path / 'config.json').write_text(json.dumps(MODEL['config']))
+    (tmp_path / 'model.safetensors.index.json').write_text(json.dumps(dict(
+        metadata=dict(total_size=250220000000), weight_map={'mtp.fc.weight': 'model-00039.safetensors'})))
+    kind, result = run_module(dict(model_path=str(tmp_path), gpu_profile=RTX, tp_size=4,
+                                   speculative_num_draft_tokens=4))
+    assert kind is AnsibleExitJson
+    assert result['details']['weights_detail']['source'] == 'weights_bytes'
+
+
+def test_model_config_path(tmp_path):
+    path = tmp_path / 'config.json'
+    path.write_text(json.dumps(MODEL['config']))
+    kind, result = run_module(dict(model_config_path=str(path), gpu_profile=RTX, tp_size=4))
+    assert kind is AnsibleExitJson and result['fits']
+
+
+@pytest.mark.parametrize('args, kind_expected, fragment', [
+    (dict(tp_size=3), 'tp', 'not divisible by tp 3'),
+    (dict(tp_size=2), 'weights', 'cannot load'),
+    (dict(tp_size=4, mem_fraction_static=0.6), 'weights', 'Raise --mem-fraction-static above'),
+    (dict(tp_size=4, sglang_version='0.4.0'), 'sglang', 'no planner rules recorded'),
+])
+def test_failures(args, kind_expected, fragment):
+    base = dict(model_config=MODEL['config'], gpu_profile=RTX, speculative_num_draft_tokens=4)
+    base.update(args)
+    kind, result = run_module(base)
+    assert kind is AnsibleFailJson
+    assert result['kind'] == kind_expected
+    assert fragment in result['msg']
+
+
+def test_argspec_rejects_bad_choice():
+    with patch_module_args(dict(model_config=MODEL['config'], gpu_profile=RTX, tp_size=4, kv_cache_dtype='fp4')):
+        with pytest.raises(AnsibleFailJson) as exc:
+            vram_plan_info.main()
+    assert 'kv_cache_dtype' in exc.value.args[0]['msg']
+
+
+def test_argspec_requires_gpu():
+    with patch_module_args(dict(model_config=MODEL['config'], tp_size=4)):
+        with pytest.raises(AnsibleFailJson) as exc:
+            vram_plan_info.main()
+    assert 'gpu_memory_mib' in exc.value.args[0]['msg']
