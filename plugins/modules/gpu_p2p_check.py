@@ -1,0 +1,404 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: gpu_p2p_check
+short_description: Prove GPU peer-to-peer copies and NCCL all-reduce correct before a multi-GPU server starts
+version_added: 0.1.0
+description:
+  - Answers "is peer-to-peer (P2P) between the serving GPUs correct, and does NCCL initialise and all-reduce
+    correctly within O(nccl_timeout) seconds?" with real GPU work, because C(nvidia-smi topo -p2p r) saying C(OK)
+    proves nothing about data integrity (for example P2P DMA silently corrupted under SEV-SNP with the IOMMU on).
+  - "Phase A, P2P allowed: for every ordered pair of the selected GPUs, random data of each size in O(sizes_mib) is
+    copied device-to-device twice per repetition style: a contiguous copy (C(cudaMemcpy) on the copy engines, a peer
+    copy when CUDA peer access is on) and a strided copy (a kernel on the source GPU storing into peer memory, the
+    path NCCL's P2P transport uses). Every copy lands in a poisoned buffer and is compared bit-exactly by checksums
+    computed on each side; bandwidth is measured. Then one process per GPU runs a C(torch.distributed) NCCL
+    all-reduce of O(allreduce_mib) MiB with C(NCCL_DEBUG=INFO), and the sum is checked exactly."
+  - "Phase B, only when phase A corrupted, failed or hung: the NCCL all-reduce again with C(NCCL_P2P_DISABLE=1)."
+  - "Verdict: V(p2p_ok) (phase A clean), V(use_nccl_p2p_disable) (phase A bad, phase B clean), V(nccl_broken)
+    (both bad). The NCCL transport seen (for example C(P2P/CUMEM), C(P2P/IPC), C(SHM/direct/direct)), init time,
+    all-reduce bandwidth and the log lines that show why are returned."
+  - The GPU code runs in a helper script (shipped as module_utils C(p2p_worker.py), written to the module's temp
+    directory) under O(python_interpreter), the Python that has torch, normally the SGLang virtualenv. Every GPU
+    step runs in a child process with its own deadline and is stopped with SIGTERM, then SIGKILL; the whole
+    worker additionally runs under coreutils C(timeout --kill-after). A killed process's CUDA context is freed by
+    the driver, so the GPUs are left as found. Nothing changes GPU clocks, persistence mode, compute mode or
+    resets a GPU.
+  - "The worker sets C(NCCL_NVLS_ENABLE=0), C(TORCH_SYMM_MEM_DISABLE_MULTICAST=1) and C(NVSHMEM_DISABLE_NVLS=1)
+    unless O(environment) or the host environment sets them: NVLink multicast (NVLS) only exists on NVSwitch
+    systems and is not what this check asks about."
+  - Run it before the server starts (or while it is stopped). It needs about 3 x the largest O(sizes_mib) plus
+    4 x O(allreduce_mib) of free memory per GPU, and a busy GPU skews the bandwidth.
+  - Setup problems (no torch, no CUDA, fewer than 2 GPUs, unknown GPU index, not enough free GPU memory) fail the
+    task with a precise message; they are not verdicts.
+author:
+  - llmops.inference maintainers (@llmops)
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: partial
+    details:
+      - The check is read-only but runs GPU work for tens of seconds, so check mode validates the options and the
+        interpreter and returns the worker command lines in RV(would_run) without touching a GPU.
+      - To get a real verdict during a C(--check) run, set C(check_mode=false) on the task.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+    details: The module changes nothing.
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+    details: Linux with NVIDIA GPUs, Python with a CUDA build of torch, and coreutils C(timeout).
+options:
+  gpus:
+    description:
+      - CUDA device indices to check, as the worker's Python sees them (after C(CUDA_VISIBLE_DEVICES), which may be
+        set in O(environment)). Use the indices the server will use.
+      - Empty means every visible GPU. At least 2 are needed.
+    type: list
+    elements: int
+    default: []
+  python_interpreter:
+    description:
+      - Python with a CUDA build of torch (C(torch.distributed) with NCCL) that runs the GPU worker, for example
+        C(/opt/sglang/venv/bin/python).
+      - Defaults to the Python that runs this module.
+    type: path
+  sizes_mib:
+    description:
+      - Sizes of the per-pair device-to-device copies, in MiB. Keep one of a few hundred MiB, because small copies
+        can pass where large DMA transfers corrupt.
+    type: list
+    elements: int
+    default: [1, 64, 512]
+  allreduce_mib:
+    description: Size of the float32 tensor each rank all-reduces, in MiB.
+    type: int
+    default: 256
+  nccl_timeout:
+    description:
+      - Seconds that NCCL communicator init plus the all-reduce may take on every rank. A rank still running after
+        this (plus a 10 s grace for the stop) is killed and the phase fails; a rank that finishes but took longer
+        also fails the phase.
+    type: int
+    default: 60
+  copy_timeout:
+    description: Seconds for all per-pair copy tests together, after the GPUs are initialised.
+    type: int
+    default: 300
+  startup_timeout:
+    description: Seconds a child process may take to import torch and create its CUDA context.
+    type: int
+    default: 120
+  try_p2p_disable:
+    description:
+      - Run phase B (NCCL with C(NCCL_P2P_DISABLE=1)) when phase A is not clean. Without it a bad phase A gives
+        V(nccl_broken).
+    type: bool
+    default: true
+  fail_on_broken:
+    description: Fail the task when the verdict is V(nccl_broken). The other verdicts never fail.
+    type: bool
+    default: true
+  environment:
+    description:
+      - Extra environment for the worker, for example C(CUDA_VISIBLE_DEVICES) or C(NCCL_SOCKET_IFNAME), as the
+        server will get it. C(NCCL_DEBUG) is always set to C(INFO) and C(NCCL_P2P_DISABLE) is controlled per phase.
+    type: dict
+    default: {}
+  return_nccl_log:
+    description: Also return every captured NCCL_DEBUG=INFO line per phase in RV(nccl_log) (hundreds of lines).
+    type: bool
+    default: false
+  fault_injection:
+    description:
+      - TEST ONLY. Injects a fault into phase A to prove that the check catches it; never use it for a real verdict.
+      - V(corrupt_copy) flips one byte in every copy from the first to the second selected GPU.
+      - V(corrupt_allreduce) changes one element of rank 0's all-reduce result.
+      - V(hang_nccl) makes the last rank sleep after NCCL init, so the others hang in the all-reduce until the
+        deadline kills them.
+      - Phase B never gets a fault, so each fault must end as V(use_nccl_p2p_disable).
+    type: str
+    choices: [none, corrupt_copy, corrupt_allreduce, hang_nccl]
+    default: none
+notes:
+  - SGLang's custom all-reduce uses CUDA IPC peer access and ignores C(NCCL_P2P_DISABLE); with the verdict
+    V(use_nccl_p2p_disable) also pass RV(recommended_sglang_args) (C(--disable-custom-all-reduce)).
+  - With P2P disabled NCCL uses shared memory, so C(/dev/shm) must be large enough in a container.
+seealso:
+  - name: NCCL environment variables
+    description: NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_DEBUG.
+    link: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
+"""
+
+EXAMPLES = r"""
+- name: Check P2P and NCCL on the serving GPUs before SGLang starts
+  llmops.inference.gpu_p2p_check:
+    gpus: [0, 1, 2, 3]
+    python_interpreter: /opt/sglang/venv/bin/python
+  register: p2p
+
+- name: Start SGLang with NCCL P2P off when the check says so
+  ansible.builtin.debug:
+    msg: "NCCL_P2P_DISABLE={{ '1' if p2p.nccl_p2p_disable else 'unset' }} extra args {{ p2p.recommended_sglang_args }}"
+
+- name: Prove the check catches corruption (test only)
+  llmops.inference.gpu_p2p_check:
+    python_interpreter: /opt/sglang/venv/bin/python
+    fault_injection: corrupt_copy
+  register: p2p_fault
+  failed_when: p2p_fault.verdict != 'use_nccl_p2p_disable'
+"""
+
+RETURN = r"""
+verdict:
+  description: V(p2p_ok), V(use_nccl_p2p_disable) or V(nccl_broken); null in check mode.
+  returned: always
+  type: str
+  sample: p2p_ok
+reason:
+  description: One paragraph saying why, with the failing pairs, ranks, transports and timings.
+  returned: when the GPU run happened
+  type: str
+  sample: "with P2P allowed, copies were bit-exact on all 2 ordered GPU pairs (1/64/512 MiB) and NCCL initialised and
+    all-reduced correctly over P2P/CUMEM (init 0.73s, first all-reduce 0.17s, busbw 285.9 GB/s)"
+nccl_p2p_disable:
+  description: True when the server must run with C(NCCL_P2P_DISABLE=1) (verdict V(use_nccl_p2p_disable)).
+  returned: always
+  type: bool
+  sample: false
+recommended_env:
+  description: Environment to add to the server's, C(NCCL_P2P_DISABLE=1) or empty.
+  returned: when the GPU run happened
+  type: dict
+  sample: {}
+recommended_sglang_args:
+  description: Extra SGLang arguments, C([--disable-custom-all-reduce]) with V(use_nccl_p2p_disable), else empty.
+  returned: when the GPU run happened
+  type: list
+  elements: str
+  sample: []
+notes:
+  description: Caveats of a V(p2p_ok) verdict (NCCL chose no P2P transport, no CUDA peer access on a pair).
+  returned: when the GPU run happened
+  type: list
+  elements: str
+  sample: []
+evidence:
+  description: Problem summaries and NCCL_DEBUG=INFO lines (transport, C(NCCL_P2P_DISABLE set by environment),
+    init timings, C(NCCL WARN), errors), each prefixed with its phase.
+  returned: when the GPU run happened
+  type: list
+  elements: str
+  sample: ["[p2p] vm:622:622 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM"]
+pairs:
+  description: Phase A copy results, one per ordered pair, size and method (V(memcpy) or V(kernel)).
+  returned: when the GPU run happened
+  type: list
+  elements: dict
+  sample: [{"src": 0, "dst": 1, "size_mib": 512, "method": "memcpy", "peer_access": true, "ok": true,
+            "gbps": 385.05, "reps": 3, "bad_reps": 0}]
+transports:
+  description: NCCL transports seen per phase (V(p2p), V(no_p2p)).
+  returned: when the GPU run happened
+  type: dict
+  sample: {"p2p": ["P2P/CUMEM"]}
+init_s:
+  description: Slowest rank's NCCL communicator init, seconds, per phase.
+  returned: when the GPU run happened
+  type: dict
+  sample: {"p2p": 0.727}
+allreduce:
+  description: Per phase C(ok), first all-reduce C(seconds), C(algbw_gbps), C(busbw_gbps) and NCCL's own
+    C(nccl_init_total_s).
+  returned: when the GPU run happened
+  type: dict
+  sample: {"p2p": {"ok": true, "seconds": 0.169, "algbw_gbps": 285.95, "busbw_gbps": 285.95, "nccl_init_total_s": 0.42}}
+gpus:
+  description: The checked devices as torch sees them (index, name, memory, capability, PCI ids, UUID).
+  returned: when the GPU run happened
+  type: list
+  elements: dict
+peer_access:
+  description: C(torch.cuda.can_device_access_peer) per ordered pair, keyed C(src->dst).
+  returned: when the GPU run happened
+  type: dict
+  sample: {"0->1": true, "1->0": true}
+versions:
+  description: torch, its CUDA, NCCL, the loaded kernel driver and the CUDA driver API version NCCL reported.
+  returned: when the GPU run happened
+  type: dict
+  sample: {"torch": "2.11.0+cu130", "torch_cuda": "13.0", "nccl": "2.28.9+cuda13.0", "driver": "580.159.04",
+           "cuda_driver_api": 13000}
+phases:
+  description: Per-phase summary (ok, copy_ok, nccl_ok, problems, transports, timings, parsed NCCL facts).
+  returned: when the GPU run happened
+  type: dict
+nccl_log:
+  description: Every captured line of the rank logs per phase.
+  returned: when O(return_nccl_log=true)
+  type: dict
+commands:
+  description: The command lines that ran.
+  returned: always
+  type: list
+  elements: list
+would_run:
+  description: Check mode only; the phase A command line (phase B, C(--p2p-disable --skip-copy), only runs when
+    phase A is not clean).
+  returned: in check mode
+  type: list
+  elements: list
+skipped_gpu_run:
+  description: True in check mode.
+  returned: always
+  type: bool
+python_interpreter:
+  description: The Python that ran (or would run) the worker.
+  returned: always
+  type: str
+  sample: /opt/sglang/venv/bin/python
+"""
+
+import inspect
+import os
+import sys
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.llmops.inference.plugins.module_utils import p2p_worker
+from ansible_collections.llmops.inference.plugins.module_utils.p2p_verdict import (
+    FAULTS,
+    outer_timeout,
+    run_preflight,
+    worker_args,
+)
+
+KILL_AFTER_S = 15
+WORKER_NAME = 'p2p_worker.py'
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            gpus=dict(type='list', elements='int', default=[]),
+            python_interpreter=dict(type='path'),
+            sizes_mib=dict(type='list', elements='int', default=[1, 64, 512]),
+            allreduce_mib=dict(type='int', default=256),
+            nccl_timeout=dict(type='int', default=60),
+            copy_timeout=dict(type='int', default=300),
+            startup_timeout=dict(type='int', default=120),
+            try_p2p_disable=dict(type='bool', default=True),
+            fail_on_broken=dict(type='bool', default=True),
+            environment=dict(type='dict', default={}),
+            return_nccl_log=dict(type='bool', default=False),
+            fault_injection=dict(type='str', choices=list(FAULTS), default='none'),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def worker_source():
+    """Text of p2p_worker.py, also when AnsiballZ imported it from its zip (the loader still has the source)."""
+    loader = getattr(p2p_worker, '__loader__', None)
+    source = None
+    if loader is not None and hasattr(loader, 'get_source'):
+        source = loader.get_source(p2p_worker.__name__)
+    return source or inspect.getsource(p2p_worker)
+
+
+def option_problems(params):
+    problems = []
+    gpus = params['gpus']
+    if len(gpus) == 1:
+        problems.append('gpus selects one GPU (%s); a P2P/NCCL check needs at least 2' % gpus[0])
+    if any(g < 0 for g in gpus):
+        problems.append('gpus must be non-negative CUDA indices, got %s' % gpus)
+    if len(set(gpus)) != len(gpus):
+        problems.append('gpus lists a GPU twice: %s' % gpus)
+    if not params['sizes_mib'] or any(s <= 0 for s in params['sizes_mib']):
+        problems.append('sizes_mib needs at least one positive size, got %s' % params['sizes_mib'])
+    for name in ('allreduce_mib', 'nccl_timeout', 'copy_timeout', 'startup_timeout'):
+        if params[name] <= 0:
+            problems.append('%s must be positive, got %s' % (name, params[name]))
+    return problems
+
+
+def slim_phase(phase):
+    """Phase summary without the bulky parse intermediates."""
+    out = dict((k, v) for k, v in phase.items() if k != 'log')
+    log = phase.get('log')
+    if log:
+        out['nccl'] = dict((k, log[k]) for k in ('nccl_version', 'cuda_driver_version', 'env_set', 'edges',
+                                                 'init_complete', 'init_timings_s', 'warnings', 'p2p_problems'))
+        out['nccl']['init_timings_s'] = dict((str(k), v) for k, v in log['init_timings_s'].items())
+    return out
+
+
+def nccl_lines(raw):
+    lines = {}
+    for name, doc in raw.items():
+        ranks = ((doc or {}).get('nccl') or {}).get('ranks') or []
+        lines[name] = [line for rank in ranks for line in rank.get('log') or []]
+    return lines
+
+
+def main():
+    module = build_module()
+    params = module.params
+    python = params['python_interpreter'] or sys.executable
+    result = {'changed': False, 'verdict': None, 'nccl_p2p_disable': False, 'skipped_gpu_run': False, 'commands': [],
+              'python_interpreter': python}
+
+    problems = option_problems(params)
+    if problems:
+        module.fail_json(msg='gpu_p2p_check: ' + '; '.join(problems), **result)
+    if not os.path.isfile(python) or not os.access(python, os.X_OK):
+        module.fail_json(msg='gpu_p2p_check: python_interpreter %s is not an executable file' % python, **result)
+    timeout_bin = module.get_bin_path('timeout', required=True)
+    env = dict((str(k), str(v)) for k, v in params['environment'].items())
+    options = dict(params)
+    worker_path = os.path.join(module.tmpdir, WORKER_NAME)
+
+    def argv_for(p2p_disable, skip_copy):
+        return ([timeout_bin, '--kill-after=%d' % KILL_AFTER_S, str(outer_timeout(options, skip_copy)), python,
+                 worker_path] + worker_args(options, p2p_disable, skip_copy))
+
+    if module.check_mode:
+        result.update(skipped_gpu_run=True, would_run=[argv_for(False, False)],
+                      msg='check mode: the GPU run was skipped (set check_mode: false on the task to run it)')
+        module.exit_json(**result)
+
+    with open(worker_path, 'w') as handle:
+        handle.write(worker_source())
+
+    def run_phase(p2p_disable, skip_copy):
+        argv = argv_for(p2p_disable, skip_copy)
+        result['commands'].append(argv)
+        return module.run_command(argv, environ_update=env, expand_user_and_vars=False)
+
+    outcome = run_preflight(run_phase, options)
+    raw = outcome.pop('raw')
+    if params['return_nccl_log']:
+        outcome['nccl_log'] = nccl_lines(raw)
+    outcome['phases'] = dict((name, slim_phase(phase)) for name, phase in outcome['phases'].items())
+    fatal = outcome.pop('fatal', None)
+    result.update(outcome)
+    if fatal:
+        module.fail_json(msg='gpu_p2p_check could not run the GPU check: %s' % fatal, **result)
+    if result['verdict'] == 'nccl_broken' and params['fail_on_broken']:
+        module.fail_json(msg='gpu_p2p_check: NCCL is broken on these GPUs: %s' % result['reason'], **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
