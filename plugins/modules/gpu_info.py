@@ -28,14 +28,10 @@ description:
   - This module is read-only.
 author:
   - llmops.inference maintainers (@llmops)
+extends_documentation_fragment:
+  - llmops.inference.attributes
+  - llmops.inference.attributes.read_only
 attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-    details: The module changes nothing.
   platform:
     description: Target OS/families that can be operated against.
     support: full

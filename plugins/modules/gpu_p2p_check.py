@@ -41,6 +41,9 @@ description:
     task with a precise message; they are not verdicts.
 author:
   - llmops.inference maintainers (@llmops)
+extends_documentation_fragment:
+  - llmops.inference.attributes
+  - llmops.inference.attributes.read_only
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -49,10 +52,6 @@ attributes:
       - The check is read-only but runs GPU work for tens of seconds, so check mode validates the options and the
         interpreter and returns the worker command lines in RV(would_run) without touching a GPU.
       - To get a real verdict during a C(--check) run, set C(check_mode=false) on the task.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-    details: The module changes nothing.
   platform:
     description: Target OS/families that can be operated against.
     support: full

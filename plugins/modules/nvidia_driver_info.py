@@ -31,15 +31,8 @@ description:
 author:
   - llmops.inference maintainers (@llmops)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-    details: The module never changes anything; it runs the same in check mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - llmops.inference.attributes
+  - llmops.inference.attributes.read_only
 options:
   root:
     description:

@@ -27,18 +27,9 @@ description:
   - Pure computation on the controller; contacts nothing.
 author:
   - llmops.inference maintainers (@llmops)
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-    details: The module changes nothing.
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - llmops.inference.attributes
+  - llmops.inference.attributes.read_only
 options:
   model_config:
     description:

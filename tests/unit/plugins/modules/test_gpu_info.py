@@ -15,41 +15,19 @@ import sys
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.inference.plugins.modules import gpu_info
-
-
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
+from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
 
 @pytest.fixture
-def module_calls(monkeypatch):
-    """Turn exit_json/fail_json into exceptions and collect warnings and commands run."""
-    calls = {'warnings': [], 'commands': []}
-
-    def exit_json(self, **kwargs):
-        raise AnsibleExitJson(kwargs)
-
-    def fail_json(self, **kwargs):
-        raise AnsibleFailJson(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, msg: calls['warnings'].append(msg))
-    return calls
+def module_calls(module_warnings):
+    """The warnings and the commands a module run produced."""
+    return {'warnings': module_warnings, 'commands': []}
 
 
 def run_module(args):
-    with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as exc:
-            gpu_info.main()
-    return exc.type, exc.value.args[0]
+    return run(gpu_info.main, args)
 
 
 def fake_nvidia_smi(monkeypatch, calls, responses, path='/usr/bin/nvidia-smi'):

@@ -17,41 +17,16 @@ import sys
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.inference.plugins.modules import gpu_p2p_check
 from ansible_collections.llmops.inference.plugins.module_utils import p2p_worker
+from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
 H200 = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'p2p', 'h200x2')
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise AnsibleExitJson(kwargs)
-
-    def fail_json(self, **kwargs):
-        raise AnsibleFailJson(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-
-
 def run_module(args, tmp_path, check_mode=False):
-    args = dict(args, _ansible_remote_tmp=str(tmp_path), _ansible_keep_remote_files=False,
-                _ansible_check_mode=check_mode)
-    with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as exc:
-            gpu_p2p_check.main()
-    return exc.type, exc.value.args[0]
+    return run(gpu_p2p_check.main, args, check_mode=check_mode, tmp_path=tmp_path)
 
 
 def recorded_raw(mode, phase='p2p'):

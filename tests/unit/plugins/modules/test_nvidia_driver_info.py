@@ -16,6 +16,7 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.inference.plugins.module_utils import nvidia_driver as nd
 from ansible_collections.llmops.inference.plugins.modules import nvidia_driver_info
+from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
 FIXTURES = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures"))
 
@@ -36,37 +37,8 @@ def roots(tmp_path_factory):
     return GEN.build(str(tmp_path_factory.mktemp("driver_roots")))
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def patch_exit(monkeypatch):
-    """The documented pattern: exit_json/fail_json raise, so the test gets the result dict; warnings are collected."""
-    warnings = []
-
-    def exit_json(self, **kwargs):
-        kwargs["warnings"] = list(warnings)
-        raise AnsibleExitJson(kwargs)
-
-    def fail_json(self, **kwargs):
-        kwargs["failed"] = True
-        raise AnsibleFailJson(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-    monkeypatch.setattr(basic.AnsibleModule, "warn", lambda self, warning: warnings.append(warning))
-
-
 def run_module(args, expect=AnsibleExitJson):
-    with patch_module_args(args):
-        with pytest.raises(expect) as exc:
-            nvidia_driver_info.main()
-    return exc.value.args[0]
+    return run(nvidia_driver_info.main, args, expect=expect)[1]
 
 
 def smi_text(name):

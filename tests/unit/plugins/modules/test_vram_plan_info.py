@@ -13,10 +13,10 @@ import os
 import pytest
 import yaml
 
-from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.inference.plugins.modules import vram_plan_info
+from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 
@@ -26,31 +26,8 @@ def profile(kind, name):
         return yaml.safe_load(handle)
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def module_exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        raise AnsibleExitJson(kwargs)
-
-    def fail_json(self, **kwargs):
-        raise AnsibleFailJson(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-
-
 def run_module(args):
-    with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as exc:
-            vram_plan_info.main()
-    return exc.type, exc.value.args[0]
+    return run(vram_plan_info.main, args)
 
 
 MODEL = profile('models', 'qwen3.5-122b-a10b')
