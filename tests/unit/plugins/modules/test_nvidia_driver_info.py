@@ -229,7 +229,8 @@ def test_documentation_matches_argument_spec():
         assert doc.get("choices") == option.get("choices"), name
         assert bool(doc.get("required")) == bool(option.get("required")), name
     assert module.supports_check_mode is True
-    assert _docs()[0]["attributes"]["check_mode"]["support"] == "full"
+    # check_mode support "full" comes from the read-only fragment
+    assert "llmops.inference.attributes.read_only" in _docs()[0]["extends_documentation_fragment"]
 
 
 def test_return_documents_every_key(roots, host_like):
