@@ -4,7 +4,11 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 venv="${VENV:-$repo/.venv}"
-work="$repo/build/ansible-test/ansible_collections/llmops/inference"
+# One copy per run, so runs at the same time (CI, several people on one machine) never delete each other's tree.
+mkdir -p "$repo/build"
+base="$(mktemp -d "$repo/build/ansible-test.XXXXXX")"
+trap 'rm -rf "$base"' EXIT
+work="$base/ansible_collections/llmops/inference"
 
 pip_version="$("$venv/bin/python" - <<'PY'
 import re, ansible_test, os
@@ -16,11 +20,11 @@ mkdir -p ~/.ansible/test/cache
 install -m 0644 "$repo/tests/tools/offline_get_pip.py" ~/.ansible/test/cache/"get_pip_${pip_version//./_}.py"
 
 # Copy only what git would ship (tracked + untracked-not-ignored), so local venvs and build output never leak in.
-rm -rf "$work" && mkdir -p "$work"
+mkdir -p "$work"
 (cd "$repo" && git ls-files -z --cached --others --exclude-standard | grep -zv '^\.collections/' \
   | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' | tar --null -T - -cf -) | tar -C "$work" -xf -
 # ansible-test sanity needs a git repo view of the tree to decide what is "in" the collection.
 (cd "$work" && git init -q && git add -A && git -c user.email=ci@localhost -c user.name=ci commit -qm snapshot)
 cd "$work"
 export PATH="$venv/bin:$PATH"
-exec ansible-test "$@"
+ansible-test "$@"
