@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# playbooks/plan_gpu_split.yml end to end (the offline GPU split plan and container GPU lines of `make plan`): the
+# example inventory plans the seed split and renders container 101's devN lines; a group shared with a foreign NIC
+# fails the plan with the refusal; the gpu_partition role planned against a fixture root writes nothing.
+# Runs under `ansible-test integration --local gpu_split_plan` and by hand.
+set -eux
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=../setup_collection_root/collection_root.sh
+source "$here/../setup_collection_root/collection_root.sh"
+root="${root:?collection_root.sh sets it}"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+# The seed host before the split: NUMA 1 goes to vfio-pci (with the audio functions), NUMA 0 stays on nvidia.
+ansible-playbook "$root/playbooks/plan_gpu_split.yml" -i "$root/inventories/example" -e "llmops_plan_output_dir=$out/seed"
+plan="$out/seed/pve1/gpu_partition.txt"
+test "$(grep -c ': nvidia -> vfio-pci, /dev/nvidia[4-7] (+ .1 snd_hda_intel -> vfio-pci)' "$plan")" -eq 4
+test "$(grep -c 'NUMA 0, .*: stays on nvidia, /dev/nvidia[0-3] ' "$plan")" -eq 4
+grep -q '^0000:81:00.0 \[10de:2bb5\] NUMA 1, IOMMU group 14: nvidia -> vfio-pci' "$plan"
+diff -u - <(grep -v '^#' "$out/seed/sglang-ct/lxc_gpu.conf") <<'CONF'
+dev0: /dev/nvidia0
+dev1: /dev/nvidia1
+dev2: /dev/nvidia2
+dev3: /dev/nvidia3
+dev4: /dev/nvidiactl
+dev5: /dev/nvidia-uvm
+dev6: /dev/nvidia-uvm-tools
+CONF
+# Nothing below the fixture root was written by the plan (no driverctl state, no override).
+test ! -e "$out/seed/_sysfs/pve1/seed_pve_8x_rtx6000_presplit/etc"
+grep -q '(null)' "$out/seed/_sysfs/pve1/seed_pve_8x_rtx6000_presplit/sys/bus/pci/devices/0000:81:00.0/driver_override"
+
+# After the split (minors 2, 0, 3, 1 on NUMA 0) in raw mode: the lines follow the driver's minors and the fixture's
+# dynamic nvidia-uvm major.
+ansible-playbook "$root/playbooks/plan_gpu_split.yml" -i "$root/inventories/example" -e "llmops_plan_output_dir=$out/post" \
+  -e llmops_plan_sysfs_fixture=seed_pve_8x_rtx6000 -e lxc_gpu_config_mode=raw
+grep -q 'stays on vfio-pci\|update boot-time persistence' "$out/post/pve1/gpu_partition.txt"
+grep -q '^# /etc/pve/lxc/101.conf on pve1: GPU lines (nvidia-uvm major 511)$' "$out/post/sglang-ct/lxc_gpu.conf"
+test "$(grep -c '^lxc.cgroup2.devices.allow: c 195:[0-3] rwm$' "$out/post/sglang-ct/lxc_gpu.conf")" -eq 4
+grep -q '^lxc.cgroup2.devices.allow: c 511:0 rwm$' "$out/post/sglang-ct/lxc_gpu.conf"
+
+# A group shared with an i40e NIC (PCIe switch without ACS): the plan fails and says why.
+if ansible-playbook "$root/playbooks/plan_gpu_split.yml" -i "$root/inventories/example" \
+    -e "llmops_plan_output_dir=$out/shared" -e llmops_plan_sysfs_fixture=shared_group \
+    -e '{"gpu_partition_vfio_numa_nodes": [], "gpu_partition_host_numa_nodes": [],
+         "gpu_partition_host_devices": [{"address": "0000:03:00.0", "driver": "vfio-pci"}]}' >"$out/shared.log" 2>&1; then
+  cat "$out/shared.log"
+  echo "the plan accepted a group shared with a foreign device" >&2
+  exit 1
+fi
+grep -q 'IOMMU group 14 of 0000:03:00.0 also holds 0000:04:00.0 \[8086:1572' "$out/shared.log"
