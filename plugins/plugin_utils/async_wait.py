@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Shared controller side of the ``*_wait`` actions (hf_snapshot_wait, sglang_bench_wait).
+
+Ansible modules cannot stream output, so long work runs as an async task that leaves its progress on the target
+(a JSON file, a log). An action derived from :class:`AsyncWaitAction` polls ``async_status``, reads that progress at
+a fixed interval through :meth:`AsyncWaitAction.progress_text`, prints one line per interval through Display (no
+"FAILED - RETRYING" noise), cleans up the job's results file and returns the job's own result. Options common to
+every wait action: ``jid``, ``interval`` (at most 30 s), ``timeout``, ``label``; their documentation is the doc
+fragment ``llmops.inference.async_wait``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+display = Display()
+
+# Keys async_status adds around the job's own result.
+ASYNC_KEYS = ('ansible_job_id', 'started', 'finished', 'results_file', 'erased', 'stdout', 'stderr', 'stdout_lines',
+              'stderr_lines')
+# The contract of every wait action: a progress line at least every 30 s.
+MAX_INTERVAL = 30
+
+
+def wait_args(progress_option):
+    """The options of a wait action whose progress location is ``progress_option``."""
+    return frozenset(('jid', 'interval', 'timeout', 'label', progress_option))
+
+
+def fmt_duration(seconds):
+    """'42s', '3m07s', '2h05m'; '?' for None."""
+    if seconds is None:
+        return '?'
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return '%ds' % seconds
+    if seconds < 3600:
+        return '%dm%02ds' % (seconds // 60, seconds % 60)
+    return '%dh%02dm' % (seconds // 3600, (seconds % 3600) // 60)
+
+
+class AsyncWaitAction(ActionBase):
+    """Wait for an async job, printing a progress line per interval; subclasses say where the progress is."""
+
+    TRANSFERS_FILES = False
+    # The option naming where the job leaves its progress on the target (e.g. progress_file, log_file); subclasses
+    # also set _VALID_ARGS = wait_args(PROGRESS_OPTION).
+    PROGRESS_OPTION = None
+    DEFAULT_LABEL = None
+    # Seconds before the second status poll; it doubles up to the print interval, so a short job returns at once.
+    FIRST_POLL = 1.0
+
+    # ---- what a subclass provides -----------------------------------------------------------------------------
+
+    def progress_text(self, path, task_vars, now):
+        """One line describing the job's progress, read from ``path`` (the PROGRESS_OPTION) on the target."""
+        raise NotImplementedError
+
+    def progress_line(self, host, label, text, elapsed):
+        return '[%s] %s%s (%s elapsed)' % (host, label + ' ' if label else '', text, fmt_duration(elapsed))
+
+    def timeout_msg(self, jid, label, path, elapsed):
+        return 'async job %s still running after %s; it keeps running on the host (see %s)' % (
+            jid, fmt_duration(elapsed), path)
+
+    # ---- the loop ---------------------------------------------------------------------------------------------
+
+    def _status(self, jid, async_dir, task_vars, mode='status'):
+        return self._execute_module(module_name='ansible.legacy.async_status', task_vars=task_vars,
+                                    module_args={'jid': jid, 'mode': mode, '_async_dir': async_dir})
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(AsyncWaitAction, self).run(tmp, task_vars)
+        del tmp
+        _unused, args = self.validate_argument_spec(argument_spec={
+            'jid': {'type': 'str', 'required': True},
+            self.PROGRESS_OPTION: {'type': 'path'},
+            'interval': {'type': 'int', 'default': 15},
+            'timeout': {'type': 'int', 'default': 86400},
+            'label': {'type': 'str'},
+        })
+        path = args[self.PROGRESS_OPTION]
+        interval = min(max(args['interval'], 1), MAX_INTERVAL)
+        async_dir = self._remote_expand_user(self.get_shell_option('async_dir', default='~/.ansible_async'))
+        host = (task_vars or {}).get('inventory_hostname', '?')
+        label = args['label'] or self.DEFAULT_LABEL or ''
+        started = time.time()
+        next_print = started + interval
+        poll = self.FIRST_POLL
+        while True:
+            status = self._status(args['jid'], async_dir, task_vars)
+            if status.get('finished'):
+                break
+            if status.get('failed') and not status.get('started'):
+                status['msg'] = 'async job %s: %s' % (args['jid'], status.get('msg', 'not found'))
+                return dict(result, **status)
+            now = time.time()
+            if now - started > args['timeout']:
+                return dict(result, failed=True, ansible_job_id=args['jid'],
+                            msg=self.timeout_msg(args['jid'], label, path, now - started))
+            if now >= next_print:
+                text = self.progress_text(path, task_vars, now)
+                display.display(self.progress_line(host, label, text, now - started))
+                next_print = now + interval
+            time.sleep(min(poll, max(0.2, next_print - time.time())))
+            poll = min(poll * 2, interval)
+        self._status(args['jid'], async_dir, task_vars, mode='cleanup')
+        for key in ASYNC_KEYS:
+            status.pop(key, None)
+        result.update(status)
+        result['wait_seconds'] = round(time.time() - started, 1)
+        return result
