@@ -1,0 +1,193 @@
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""sglang_server_wait against replayed journals: the stand-in's real SGLang start-up logs, one journal entry per poll.
+
+The journal text comes from running tests/sglang/standin_server.py (the same replay the molecule lab's units print),
+so the module's loop - journal cursor, unit state, the classifier, the stall clock, redaction - is tested on every
+signature without systemd; tests/lab covers the real journald path.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from module_harness import AnsibleExitJson, AnsibleFailJson, run
+
+from ansible_collections.llmops.inference.plugins.modules import sglang_server_wait
+
+STANDIN = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'sglang', 'standin_server.py')
+KEY = 'unit-Zq3vX9-secret'
+
+
+def replay(scenario, port=None, seconds=2.0):
+    """The stand-in's output for a scenario (scenarios that keep running are stopped after ``seconds``)."""
+    env = dict(os.environ, SGLANG_STANDIN_SCENARIO=scenario, SGLANG_STANDIN_DELAY='0')
+    cmd = [sys.executable, STANDIN, '--model-path', '/m', '--served-model-name', 'qwen3.5-122b', '--tp-size', '4',
+           '--host', '127.0.0.1', '--port', str(port or free_port()), '--api-key', KEY]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    try:
+        out, dummy = proc.communicate(timeout=seconds)
+        exited = True
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, dummy = proc.communicate()
+        exited = False
+    return out.decode().splitlines(), exited
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+class FakeHost(object):
+    """systemctl show / journalctl -o json / a clock: one journal line appears per poll, then the unit exits."""
+
+    def __init__(self, lines, exits, ready_after=None, previous=()):
+        # The replaced process's last words (PID 41) come first: journalctl --since has whole seconds.
+        old = [dict(MESSAGE=line, _PID='41') for line in previous]
+        self.entries = [dict(entry, __CURSOR='c%d' % i) for i, entry in enumerate(
+            old + [dict(MESSAGE=line, _PID='42') for line in lines])]
+        self.exits = exits
+        self.ready_after = ready_after
+        self.shown = 0
+        self.now = 1796001966.0
+
+    def run_command(self, cmd, **kwargs):
+        if cmd[0] == 'systemctl':
+            done = self.shown >= len(self.entries) and self.exits
+            state = ('ActiveState=failed\nSubState=failed' if done else 'ActiveState=active\nSubState=running')
+            return 0, '%s\nNRestarts=0\nExecMainStatus=%d\nExecMainPID=42\nExecMainStartTimestamp=@1796001966\n' % (
+                state, 1 if done else 0), ''
+        if cmd[0] == 'journalctl':
+            after = cmd[cmd.index('--after-cursor') + 1] if '--after-cursor' in cmd else None
+            start = int(after[1:]) + 1 if after else 0
+            batch = self.entries[start:self.shown + 1]
+            self.shown = max(self.shown, start + len(batch))
+            return 0, ''.join(json.dumps(e) + '\n' for e in batch), ''
+        raise AssertionError('unexpected command %s' % cmd)
+
+    def http_get(self, url, api_key=None, timeout=5):
+        if self.ready_after is not None and self.shown >= self.ready_after:
+            if url.endswith('/v1/models'):
+                assert api_key == KEY
+                return 200, json.dumps({'data': [{'id': 'qwen3.5-122b'}]})
+            return 200, '{}'
+        return None, 'connection refused'
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+@pytest.fixture
+def host(monkeypatch):
+    def install(lines, exits, ready_after=None, previous=()):
+        fake = FakeHost(lines, exits, ready_after, previous)
+        monkeypatch.setattr(sglang_server_wait.AnsibleModule, 'run_command',
+                            lambda module, cmd, **kwargs: fake.run_command(cmd, **kwargs))
+        monkeypatch.setattr(sglang_server_wait.AnsibleModule, 'get_bin_path', lambda self, name, *a, **k: None)
+        monkeypatch.setattr(sglang_server_wait, 'http_get', fake.http_get)
+        monkeypatch.setattr(sglang_server_wait, 'time', fake)
+        return fake
+    return install
+
+
+ARGS = dict(unit='sglang-qwen', url='http://127.0.0.1:30000', api_key=KEY, served_model_name='qwen3.5-122b',
+            timeout=120, stall_timeout=20)
+
+
+@pytest.mark.parametrize('scenario, signature', [
+    ('mtp_radix', 'mtp_radix_cache'),
+    ('mamba_no_buffer', 'mamba_strategy'),
+    ('not_enough_memory', 'not_enough_memory'),
+    ('mamba_memory', 'mamba_cache_memory'),
+    ('nvml_mismatch', 'nvml_driver_mismatch'),
+    ('cuda_803', 'cuda_driver_mismatch_803'),
+    ('cuda_35', 'cuda_driver_too_old_35'),
+])
+def test_each_failed_start_is_diagnosed_when_its_line_arrives(host, scenario, signature):
+    lines, exited = replay(scenario)
+    assert exited
+    fake = host(lines, exits=True)
+    kind, out = run(sglang_server_wait.main, ARGS)
+    assert kind is AnsibleFailJson and not out['ready']
+    assert out['diagnosis']['signature'] == signature
+    assert 'Likely cause:' in out['msg'] and 'Fix:' in out['msg']
+    # Reported on the poll that brought the line (1 s polls), not at the timeout.
+    assert out['elapsed'] <= len(lines) + 2 and out['diagnosis']['seconds_after_signature'] <= 2
+    assert fake.shown <= len(lines)
+    assert KEY not in json.dumps(out) and "'api_key': '<redacted>'" in ' '.join(out['journal_tail'])
+
+
+def test_port_in_use_is_diagnosed(host):
+    with socket.socket() as busy:
+        busy.bind(('127.0.0.1', 0))
+        busy.listen(1)
+        lines, exited = replay('healthy', port=busy.getsockname()[1])
+    assert exited
+    host(lines, exits=True)
+    kind, out = run(sglang_server_wait.main, ARGS)
+    assert kind is AnsibleFailJson and out['diagnosis']['signature'] == 'port_in_use'
+    assert 'ss -ltnp' in out['diagnosis']['fix']
+
+
+def test_nccl_stall_is_reported_after_the_stall_timeout(host):
+    lines, exited = replay('stall', seconds=1.0)
+    assert not exited and lines[-1].endswith('Init parallel begin.')
+    fake = host(lines, exits=False)
+    start = fake.now
+    kind, out = run(sglang_server_wait.main, ARGS)
+    assert kind is AnsibleFailJson and out['diagnosis']['signature'] == 'nccl_init_stall'
+    assert 20 <= fake.now - start < 25 + len(lines)
+    assert 'NCCL_P2P_DISABLE' in out['diagnosis']['fix'] and 'gpu_p2p_check' in out['diagnosis']['fix']
+
+
+def test_the_replaced_process_shutdown_traceback_is_not_this_start(host):
+    lines, dummy = replay('stall', seconds=1.0)
+    previous = ['Exception ignored in: <module \'threading\' from \'/usr/lib/python3.11/threading.py\'>',
+                'Traceback (most recent call last):', 'SystemExit: 0']
+    host(lines, exits=False, previous=previous)
+    kind, out = run(sglang_server_wait.main, ARGS)
+    assert kind is AnsibleFailJson and out['diagnosis']['signature'] == 'nccl_init_stall'
+    assert not any('threading' in line for line in out['journal_tail'])
+
+
+def test_healthy_start_is_ready_with_milestones(host):
+    lines, exited = replay('healthy', seconds=1.0)
+    assert not exited and 'The server is fired up and ready to roll!' in lines[-1]
+    host(lines, exits=False, ready_after=len(lines))
+    kind, out = run(sglang_server_wait.main, ARGS)
+    assert kind is AnsibleExitJson and out['ready'] and out['models'] == ['qwen3.5-122b']
+    assert out['milestones'][0] == 'parallel_begin' and out['milestones'][-1] == 'ready'
+    assert 'kv_cache' in out['milestones'] and 'mamba_cache' in out['milestones']
+
+
+def test_a_timeout_names_the_last_milestone(host):
+    lines, dummy = replay('healthy', seconds=1.0)
+    host([line for line in lines if 'ready to roll' not in line], exits=False)
+    kind, out = run(sglang_server_wait.main, dict(ARGS, timeout=30))
+    assert kind is AnsibleFailJson and out['diagnosis']['signature'] == 'timeout'
+    assert 'last milestone: uvicorn_running' in out['diagnosis']['summary']
+
+
+def test_check_mode_does_not_wait():
+    kind, out = run(sglang_server_wait.main, dict(unit='sglang-x', url='http://127.0.0.1:1'), check_mode=True)
+    assert kind is AnsibleExitJson and out['skipped_reason'].startswith('check mode')
+
+
+def test_start_epoch():
+    assert sglang_server_wait.start_epoch({'ExecMainStartTimestamp': '@1796001966'}) == 1796001966
+    assert sglang_server_wait.start_epoch({'ExecMainStartTimestamp': ''}) is None
