@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Build (once per pin) the virtualenv that runs SGLang's own benchmark client, `python -m sglang.benchmark.serving`,
+# in the GPU-less lab: the full `pip install sglang==<pin>`, exactly what the sglang_server role installs on a
+# serving host (where the benchmark role runs the client from the server's venv). About 11 GB and 6+ min cold.
+# Lighter sets were measured and do not run the client (docs/sglang_benchmark.md, "Lab: the benchmark client venv"):
+#   - a CPU-torch venv (--no-deps sglang + CPU torch 2.13): the client imports sglang.srt.configs, which imports
+#     torchvision, and PyPI's torchvision links libtorch_cuda.so ("operator torchvision::nms does not exist");
+#   - --no-deps sglang + CUDA torch 2.14.1 + torchvision + transformers + datasets + the obvious imports: the import
+#     chain continues into sglang.srt.layers / sglang.kernels (apache-tvm-ffi, sglang-kernel, flashinfer, ...), i.e.
+#     the whole runtime.
+# Importing works without a GPU; only the server needs libcuda. The venv lives outside the checkout (fresh CI clones
+# on this machine reuse it) and is rebuilt only when the version or this recipe changes.
+#
+# Usage: tests/bench/setup-bench-venv.sh [VERSION]      (default: the pin in profiles/sglang.yml)
+# Prints the venv's python on stdout (last line). Env:
+#   LLMOPS_SGLANG_VENV_ROOT  where venvs live (default ${XDG_CACHE_HOME:-~/.cache}/llmops-inference)
+#   LLMOPS_SGLANG_PYTHON     interpreter for the venv (default python3; SGLang >= 0.5.23 needs >= 3.11)
+set -euo pipefail
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+VERSION="${1:-$(sed -n -E 's/^version:[[:space:]]*"?([0-9][0-9.]*)"?.*/\1/p' "${REPO_ROOT}/profiles/sglang.yml")}"
+[ -n "${VERSION}" ] || { echo "setup-bench-venv: no version given and none found in profiles/sglang.yml" >&2; exit 1; }
+PY="${LLMOPS_SGLANG_PYTHON:-python3}"
+
+# The packages of profiles/sglang.yml (sglang and its kernel package at the pinned versions), with all their deps.
+mapfile -t PKGS < <(sed -n -E '/^packages:/,/^[a-z]/ s/^[[:space:]]+([A-Za-z0-9_.-]+):[[:space:]]*"?([0-9][0-9.]*)"?.*/\1==\2/p' \
+    "${REPO_ROOT}/profiles/sglang.yml")
+[ "${#PKGS[@]}" -gt 0 ] || PKGS=("sglang==${VERSION}")
+DEPS=("${PKGS[@]}")
+RECIPE="$(printf '%s\n' "${VERSION}" "${PY}" "${DEPS[@]}" | sha256sum | cut -c1-10)"
+ROOT="${LLMOPS_SGLANG_VENV_ROOT:-${XDG_CACHE_HOME:-${HOME}/.cache}/llmops-inference}"
+VENV="${ROOT}/sglang-bench-${VERSION}-${RECIPE}"
+
+# This machine's pip config names local index folders that may not exist: drop pip's warnings about them.
+quiet() { "$@" 2> >(grep -v "^WARNING: Location 'file:" >&2); }
+
+mkdir -p "${ROOT}"
+exec 9>"${ROOT}/.sglang-bench-${VERSION}.lock"
+flock 9
+if [ -f "${VENV}/.complete" ]; then
+    echo "setup-bench-venv: ${VENV} is current (cached)" >&2
+    echo "${VENV}/bin/python"
+    exit 0
+fi
+started=${SECONDS}
+rm -rf "${VENV}"
+"${PY}" -m venv "${VENV}"
+PIP=("${VENV}/bin/python" -m pip install --quiet --disable-pip-version-check)
+quiet "${PIP[@]}" "${DEPS[@]}"
+# Proof the real client loads and parses its arguments before the venv counts as built.
+"${VENV}/bin/python" -m sglang.benchmark.serving --help >/dev/null
+rm -f "${ROOT}"/sglang-bench-"${VERSION}"-*/.complete 2>/dev/null || true
+touch "${VENV}/.complete"
+for old in "${ROOT}"/sglang-bench-"${VERSION}"-*; do
+    [ "${old}" = "${VENV}" ] || rm -rf "${old}"
+done
+echo "setup-bench-venv: built ${VENV} in $((SECONDS - started)) s ($(du -sh "${VENV}" | cut -f1))" >&2
+echo "${VENV}/bin/python"

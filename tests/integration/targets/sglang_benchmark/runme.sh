@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The sglang_benchmark role for real on localhost: llama.cpp's server (xllamacpp) on the CPU with a tiny Qwen3-style
+# model trained here, SGLang's own benchmark client (python -m sglang.benchmark.serving from a full sglang install),
+# the report opened in headless Chromium. Cases:
+#   main        smoke tests 6/6, an A/B sweep (MTP on vs off + 4 vs 1 running requests, rendered by the real
+#               sglang_server role and served by llama.cpp, the stand-in for SGLang),
+#               report.md/report.html/summary.json, passing gates, the original configuration restored;
+#   chromium    report.html rendered headless: inline SVG charts, a non-blank screenshot with the chart colours;
+#   gates       an impossible threshold and a 100x baseline fail the play with the numbers;
+#   smoke-fail  a wrong served name fails the smoke tests, naming the feature and showing the server's answer;
+#   no leak     the API key is in no log and no result file.
+# Runs under `ansible-test integration --local sglang_benchmark` and by hand:
+#   tests/integration/targets/sglang_benchmark/runme.sh
+# Cold (first run on a machine): ~9 min for the one SGLang venv (11 GB), ~15 s overlay, ~1 min tiny model, ~30 s chromium;
+# warm: ~7 min on the shared 2-core machine at load 5-9 (see docs/sglang_benchmark.md, "Lab timings").
+# Env: SGLANG_BENCH_IT_KEEP=1 keeps the state directory (printed at the end; report.html and screenshot.png inside).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=../setup_collection_root/collection_root.sh
+source "$here/../setup_collection_root/collection_root.sh"
+export ANSIBLE_CONFIG="${ANSIBLE_CONFIG:-$root/ansible.cfg}"
+export ANSIBLE_ROLES_PATH="$here/roles"
+command -v ansible-playbook >/dev/null 2>&1 || export PATH="$root/.venv/bin:$PATH"
+
+log() { printf '[sglang_benchmark-it %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+started=${SECONDS}
+state="$(mktemp -d "${TMPDIR:-/var/tmp}/sglang_bench_it.XXXXXX")"
+cleanup() {
+    if [ -f "${state}/server.pid" ]; then
+        kill "$(cat "${state}/server.pid")" 2>/dev/null || true
+        sleep 1
+    fi
+    if [ "${SGLANG_BENCH_IT_KEEP:-0}" = 1 ]; then
+        log "kept ${state}"
+    else
+        rm -rf "${state}"
+    fi
+}
+trap cleanup EXIT
+
+if ! command -v chromium >/dev/null 2>&1; then
+    log "installing Debian's chromium for the report check"
+    apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 \
+        || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
+fi
+log "lab: the SGLang venv of the ${root}/profiles/sglang.yml pin (cached; cold ~11 GB), its llama.cpp overlay and the tiny model"
+lab="$("${root}/tests/bench/setup-lab.sh")"
+bench_python="$(sed -n 's/^BENCH_PYTHON=//p' <<<"${lab}")"
+lab_python="$(sed -n 's/^LAB_PYTHON=//p' <<<"${lab}")"
+tiny_model="$(sed -n 's/^TINY_MODEL=//p' <<<"${lab}")"
+log "ready after $((SECONDS - started)) s: client ${bench_python}, lab ${lab_python}, model ${tiny_model}"
+
+key="lab-$("${lab_python}" -c 'import secrets; print(secrets.token_hex(16))')"
+port="$("${lab_python}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+# Modules on localhost run with the interpreter that runs ansible-playbook (the tool venv, or ansible-test's).
+controller_python="$(dirname "$(command -v ansible-playbook)")/python"
+[ -x "${controller_python}" ] || controller_python="$(command -v python3)"
+# The deployment as an inventory would describe it to the sglang_server role (the seed profile: Qwen3.5-122B-A10B,
+# TP4, MTP, 4x RTX PRO 6000), with the tiny model's directory as the checkpoint and the role's test seams (no pip
+# install, llama.cpp as the launcher, no GPU devices). The variants change only variables that are not set here
+# (extra vars would beat them). SGLang's own parser checks every rendered command line.
+(umask 077 && cat >"${state}/lab.yml" <<EOF
+lab_root: ${root}
+lab_state: ${state}
+lab_bench_python: ${bench_python}
+lab_openai_server_python: ${lab_python}
+lab_openai_server_script: ${root}/tests/bench/openai_server.py
+lab_openai_server_state_dir: ${state}
+llmops_model_profile: qwen3.5-122b-a10b
+llmops_gpu_profile: rtx-pro-6000-blackwell-server
+llmops_tp_size: 4
+sglang_server_name: lab
+sglang_server_model_path: ${tiny_model}
+sglang_server_port: ${port}
+sglang_server_api_key: ${key}
+sglang_server_host_sev_snp: true
+sglang_server_install: false
+sglang_server_launcher: [${lab_python}, ${root}/tests/bench/openai_server.py]
+sglang_server_require_gpu_devices: false
+sglang_server_validate_with_parser: ${bench_python}
+EOF
+)
+printf 'localhost ansible_connection=local ansible_python_interpreter=%s\n' "${controller_python}" >"${state}/inventory"
+play() { ansible-playbook -i "${state}/inventory" -e "@${state}/lab.yml" "$@"; }
+
+log "case main: smoke tests + A/B sweep with SGLang's client + report + gates + restore"
+if ! play "${here}/playbook.yml" -v >"${state}/main.log" 2>&1; then
+    grep -v '^<localhost>' "${state}/main.log" | tail -n 80
+    log "FAIL: case main"
+    exit 1
+fi
+grep -E '^\[localhost\] run |CASE main|out tok/s, ' "${state}/main.log" | sed 's/^ *"msg": //' | cut -c1-220 || true
+results="${state}/results/localhost/main"
+for f in report.md report.html summary.json runs.jsonl smoke.json meta.json variants/no-mtp.yml variants/restore.yml \
+         raw/mtp/mtp-c1.jsonl raw/no-mtp/no-mtp-c4.log; do
+    [ -s "${results}/${f}" ] || { log "FAIL: ${results}/${f} is missing or empty"; exit 1; }
+done
+progress_lines="$(grep -c '^\[localhost\] run ' "${state}/main.log" || true)"
+log "progress lines printed during the runs: ${progress_lines}"
+sed -n '/^## Results/,/^TTFT =/p' "${results}/report.md" >&2
+
+log "case chromium: headless render of report.html"
+"${lab_python}" "${root}/tests/bench/check_report_screenshot.py" "${results}/report.html" "${state}/screenshot.png" --min-charts 4
+
+log "case gates: impossible threshold and a 100x baseline must fail with the numbers"
+"${lab_python}" - "${state}/baseline.json" <<'PY'
+import json, sys
+rows = [{'variant': 'default', 'kind': 'concurrency', 'concurrency': 4, 'request_rate': None,
+         'output_throughput': 1.0e6, 'p99_ttft_ms': 0.001}]
+json.dump({'rows': rows}, open(sys.argv[1], 'w'))
+PY
+if play "${here}/gates.yml" >"${state}/gates.log" 2>&1; then
+    log "FAIL: the gates play passed"
+    exit 1
+fi
+if ! grep -q 'Benchmark gates failed on localhost: output tok/s >= 1,000,000: measured' "${state}/gates.log" \
+    || ! grep -q 'vs baseline 1,000,000' "${state}/gates.log" || ! grep -q 'vs baseline 0.00' "${state}/gates.log"; then
+    grep -v '^<localhost>' "${state}/gates.log" | tail -n 40
+    log "FAIL: the gate failure lacks its numbers"
+    exit 1
+fi
+grep -o 'Benchmark gates failed on localhost: [^"]*' "${state}/gates.log" | head -n 1 | cut -c1-400 >&2
+[ -s "${state}/results/localhost/gates/report.html" ] || { log "FAIL: no report for the failed gates"; exit 1; }
+
+log "case smoke-fail: a wrong served name must fail, naming the feature and showing the answer"
+if play "${here}/smoke_fail.yml" >"${state}/smoke_fail.log" 2>&1; then
+    log "FAIL: the smoke play passed with a wrong model name"
+    exit 1
+fi
+grep -q '\[models\] served name \\\?"no-such-model\\\?" is not in /v1/models (qwen3.5-122b) -- server answer: {' "${state}/smoke_fail.log" \
+    || { grep -v '^<localhost>' "${state}/smoke_fail.log" | tail -n 30; log "FAIL: the smoke failure message"; exit 1; }
+
+log "case no-leak: the API key must not appear in logs, results, async job files or command lines"
+# Only the two 0600 files that hold it on purpose (the server's key file and the extra vars) may contain it.
+leaks="$(grep -r -l -F "${key}" "${state}" "${HOME}/.ansible_async" 2>/dev/null \
+         | grep -v -x -e "${state}/api.key" -e "${state}/lab.yml" || true)"
+if [ -n "${leaks}" ]; then
+    log "FAIL: the API key is in: ${leaks}"
+    exit 1
+fi
+for f in "${state}/api.key" "${state}/lab.yml"; do
+    [ "$(stat -c %a "${f}")" = 600 ] || { log "FAIL: ${f} is mode $(stat -c %a "${f}"), not 0600"; exit 1; }
+done
+if tr '\0' ' ' <"/proc/$(cat "${state}/server.pid")/cmdline" | grep -q -F "${key}"; then
+    log "FAIL: the API key is on the server's command line"
+    exit 1
+fi
+log "ok: all cases passed in $((SECONDS - started)) s (report: ${results}/report.html)"
