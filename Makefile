@@ -10,11 +10,11 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv plan test unit sanity lint changelog-lint integration molecule clean
+.PHONY: help venv plan test unit sanity lint changelog-lint docs-check parser integration molecule clean
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
-	@echo "make test   - unit tests, ansible-test sanity + integration, ansible-lint, changelog lint, molecule lab"
+	@echo "make test   - unit, lint, docs, sanity, SGLang parser, ansible-test integration, molecule lab"
 
 $(STAMP): requirements/dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,7 +29,9 @@ plan: venv
 unit: venv
 	$(BIN)/pytest -q tests/unit
 
+# shellcheck is a sanity test of its own; ansible-test skips it silently when the program is missing.
 sanity: venv
+	command -v shellcheck >/dev/null || { apt-get update -qq && apt-get install -y -qq shellcheck >/dev/null; }
 	tests/tools/ansible-test.sh sanity --venv --python 3.11
 
 integration: venv
@@ -42,11 +44,20 @@ lint: venv
 changelog-lint: venv
 	$(BIN)/antsibull-changelog lint
 
+# docs/reference.md is generated from the argument specs; a role whose defaults and spec disagree fails here too.
+docs-check: venv
+	$(BIN)/python tests/tools/role_docs.py --check
+
+# The sglang_server flag rules against the pinned SGLang's own argument parser and source (builds the lab's one
+# SGLang venv on first use; integration and molecule reuse it).
+parser: venv
+	tests/sglang/run-parser-tests.sh
+
 molecule: venv
 	tests/lab/run-molecule.sh
 
 # Cheap checks first so a typo fails in seconds, the slow lab last.
-test: unit changelog-lint lint sanity integration molecule
+test: unit changelog-lint docs-check lint sanity parser integration molecule
 	@echo "make test: all suites passed"
 
 clean:
