@@ -236,11 +236,6 @@ parser:
   description: Result of the real parser (C(ok), C(version), C(error), C(kind), C(values)) with O(validate_with_parser).
   returned: when validate_with_parser is set
   type: dict
-warnings:
-  description: Things that will run but are probably not meant (also shown as task warnings).
-  returned: success
-  type: list
-  elements: str
 notes:
   description: What the rules decided and why (for example why NCCL P2P is off).
   returned: success
@@ -400,11 +395,11 @@ def main():
     out = dict(changed=False, argv=result['argv'], command=command, exec_start=exec_start(command),
                environment=result['env'],
                environment_lines=[systemd_quote('%s=%s' % (k, v)) for k, v in sorted(result['env'].items())],
-               preflight=result['preflight'], warnings=result['warnings'], notes=result['notes'],
+               preflight=result['preflight'], notes=result['notes'],
                speculative=result['speculative'], mamba_strategy=result['mamba_strategy'],
                nccl_p2p_disable=result['nccl_p2p_disable'], nccl_p2p_reason=result['nccl_p2p_reason'],
                rules=result['rules'], sglang_version=result['version'])
-    for warning in result['warnings']:
+    for warning in result['warnings']:  # things that will run but are probably not meant
         module.warn(warning)
     if p['validate_with_parser']:
         out['parser'] = run_parser(module, p['validate_with_parser'], result['argv'])
@@ -417,7 +412,6 @@ def main():
             module.warn('validate_with_parser has sglang %s but the rules of %s were applied'
                         % (out['parser']['version'], result['version']))
     if out['preflight'] and p['fail_on_preflight']:
-        out.pop('warnings')
         module.fail_json(msg=format_preflight(result['version'], out['preflight']), **out)
     module.exit_json(**out)
 
