@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -6,8 +5,8 @@
 module DOCUMENTATION, and check that each role's defaults/main.yml and meta/argument_specs.yml name the same
 variables.
 
-    tests/tools/role_docs.py            # rewrite docs/reference.md
-    tests/tools/role_docs.py --check    # exit 1 if it is stale or a role's defaults and spec disagree (make test)
+    .venv/bin/python tests/tools/role_docs.py            # rewrite docs/reference.md
+    .venv/bin/python tests/tools/role_docs.py --check    # exit 1 if it is stale or a role's defaults and spec disagree (make test)
 """
 
 from __future__ import annotations
@@ -72,8 +71,8 @@ def role_section(role, problems):
             kind += ' of ' + option['elements']
         if option.get('choices'):
             kind += ': ' + ', '.join(str(c) for c in option['choices'])
-        lines.append('| `%s` | %s | %s | %s |' % (name, cell(kind), default_text(option),
-                                                   cell(option.get('description', ''))))
+        row = (name, cell(kind), default_text(option), cell(option.get('description', '')))
+        lines.append('| `%s` | %s | %s | %s |' % row)
     return lines + ['']
 
 
