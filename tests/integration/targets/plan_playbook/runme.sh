@@ -1,41 +1,110 @@
 #!/usr/bin/env bash
-# playbooks/plan.yml end to end: the example inventory passes and writes its reports; an override that cannot
-# load (122B BF16 at TP2) and an override inventory with one bad host both make the run fail, with reports.
+# playbooks/plan.yml end to end (`make plan`): the example inventory passes and writes its reports and the exact
+# artefacts the deploy would write (the SGLang unit, its EnvironmentFile with secrets redacted, the GPU split plan,
+# the LXC lines); an override that cannot load (122B BF16 at TP2) and an override inventory with a host that does
+# not fit and one whose flags the sglang_server role refuses both make the run fail, with reports and no unit.
 # Runs under `ansible-test integration --local plan_playbook` and by hand.
 set -eux
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=../setup_collection_root/collection_root.sh
 source "$here/../setup_collection_root/collection_root.sh"
+root="${root:?}"  # set by collection_root.sh (shellcheck cannot see it)
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-# The seed lab fits (tightly) and gets plan.json + plan.md.
-ansible-playbook "$root/playbooks/plan.yml" -i "$root/inventories/example" -e "llmops_plan_output_dir=$out/ok"
+# The seed lab fits (tightly) and gets plan.json + plan.md + the rendered files. An API key in the controller's
+# environment (the sglang_server role's default source) must show up nowhere: not in the files, not in the log.
+secret="plan-it-$$-Zx81secret"
+SGLANG_API_KEY="$secret" ansible-playbook "$root/playbooks/plan.yml" -i "$root/inventories/example" \
+  -e "llmops_plan_output_dir=$out/ok" >"$out/ok.log" 2>&1 || { tail -n 60 "$out/ok.log"; exit 1; }
 test -s "$out/ok/sglang-ct/plan.md"
-python3 - "$out/ok/sglang-ct/plan.json" <<'PY'
-import json, sys
-plan = json.load(open(sys.argv[1]))
+if grep -rq "$secret" "$out/ok" "$out/ok.log"; then
+  echo "the API key leaked into the plan output" >&2
+  exit 1
+fi
+python3 - "$out/ok" <<'PY'
+import json, os, re, sys
+top = sys.argv[1]
+ct = os.path.join(top, 'sglang-ct')
+plan = json.load(open(os.path.join(ct, 'plan.json')))
 assert plan['error'] is None and plan['plan']['fits'] is True, plan
 assert plan['plan']['max_running_requests'] == 22, plan['plan']['max_running_requests']
+
+# The unit the sglang_server role would write (its own template), for the seed: MTP with full flag names, the mamba
+# strategy of 0.5.23, an explicit running-request cap, indices in CUDA_VISIBLE_DEVICES, P2P off behind SEV-SNP.
+unit = open(os.path.join(ct, 'files/etc/systemd/system/sglang-qwen3.5-122b-a10b.service')).read()
+exec_start = [line for line in unit.splitlines() if line.startswith('ExecStart=')]
+assert len(exec_start) == 1, unit
+argv = exec_start[0].split()
+for flags in (['--speculative-algorithm', 'NEXTN'], ['--speculative-num-steps', '3'], ['--speculative-eagle-topk', '1'],
+              ['--speculative-num-draft-tokens', '4'], ['--mamba-radix-cache-strategy', 'extra_buffer'],
+              ['--tp-size', '4'], ['--model-path', '/shared/models/Qwen3.5-122B-A10B'],
+              ['--reasoning-parser', 'qwen3'], ['--tool-call-parser', 'qwen3_coder']):
+    i = argv.index(flags[0])
+    assert argv[i:i + len(flags)] == flags, (flags, exec_start)
+assert int(argv[argv.index('--max-running-requests') + 1]) > 0, exec_start
+assert '--disable-custom-all-reduce' in argv, exec_start
+assert not any(a.startswith('--speculative-algo') and a != '--speculative-algorithm' for a in argv), exec_start
+assert '--api-key' not in argv and 'SGLANG_ENABLE_SPEC_V2' not in unit, unit
+assert '/data' not in exec_start[0], exec_start
+env_lines = [line for line in unit.splitlines() if line.startswith('Environment=')]
+assert 'Environment=NCCL_P2P_DISABLE=1' in env_lines and 'Environment=CUDA_VISIBLE_DEVICES=0,1,2,3' in env_lines, env_lines
+assert 'EnvironmentFile=/etc/sglang/qwen3.5-122b-a10b.env' in unit, unit
+
+# Its EnvironmentFile: the key is there (SGLANG_API_KEY was set), its value is not.
+env = open(os.path.join(ct, 'files/etc/sglang/qwen3.5-122b-a10b.env')).read()
+values = [line for line in env.splitlines() if line and not line.startswith('#')]
+assert values == ['SGLANG_API_KEY=<redacted>'], env
+argv_json = json.load(open(os.path.join(ct, 'sglang_argv.json')))
+assert argv == argv[:len(argv) - len(argv_json['argv'])] + argv_json['argv'], (argv_json['argv'], argv)
+assert argv_json['environment']['NCCL_P2P_DISABLE'] == '1', argv_json
+
+# The split: exactly the four NUMA-1 cards (and their audio functions) move to vfio-pci, the NUMA-0 ones stay.
+split = [line for line in open(os.path.join(top, 'pve1/gpu_partition.txt')).read().splitlines() if not line.startswith('#')]
+assert len(split) == 8, split
+moved = sorted(line.split()[0] for line in split if 'nvidia -> vfio-pci' in line)
+stays = sorted(line.split()[0] for line in split if 'stays on nvidia' in line)
+numa = dict((line.split()[0], int(re.search(r'NUMA (\d+)', line).group(1))) for line in split)
+assert moved == sorted(a for a, n in numa.items() if n == 1) and len(moved) == 4, split
+assert stays == sorted(a for a, n in numa.items() if n == 0) and len(stays) == 4, split
+assert all('snd_hda_intel -> vfio-pci' in line for line in split if 'nvidia -> vfio-pci' in line), split
+
+# The container gets the four NUMA-0 GPUs plus the control and UVM nodes.
+lxc = [line for line in open(os.path.join(ct, 'lxc_gpu.conf')).read().splitlines() if not line.startswith('#')]
+nodes = [line.split(': ', 1)[1] for line in lxc]
+assert nodes[:4] == ['/dev/nvidia%d' % i for i in range(4)] and '/dev/nvidiactl' in nodes and '/dev/nvidia-uvm' in nodes, lxc
+assert not any(n in nodes for n in ('/dev/nvidia4', '/dev/nvidia5', '/dev/nvidia6', '/dev/nvidia7')), lxc
 PY
 
-# 122B BF16 does not load on two 96 GB GPUs: the run fails, the report says why.
+# 122B BF16 does not load on two 96 GB GPUs: the run fails, the report says why, and no unit is rendered for it
+# (also none left over from the passing run in the same directory).
+cp -a "$out/ok" "$out/tp2"
 if ansible-playbook "$root/playbooks/plan.yml" -i "$root/inventories/example" \
     -e "llmops_plan_output_dir=$out/tp2" -e llmops_tp_size=2; then
   echo "plan.yml passed a host that cannot load" >&2
   exit 1
 fi
 grep -q 'DOES NOT START' "$out/tp2/sglang-ct/plan.md"
+test ! -e "$out/tp2/sglang-ct/files" && test ! -e "$out/tp2/sglang-ct/sglang_argv.json"
 python3 - "$out/tp2/sglang-ct/plan.json" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))
 assert plan['error_kind'] == 'weights' and 'cannot load' in plan['error'], plan
 PY
+# The split and the LXC lines do not depend on the TP size: byte-identical (the artefacts are diffable).
+cmp "$out/ok/sglang-ct/lxc_gpu.conf" "$out/tp2/sglang-ct/lxc_gpu.conf"
+diff <(grep -v '^#' "$out/ok/pve1/gpu_partition.txt") <(grep -v '^#' "$out/tp2/pve1/gpu_partition.txt")
 
-# An inventory whose host_vars override profiles: one host fits (H200), one does not (397B NVFP4 on 2 GPUs).
+# An inventory whose host_vars override profiles: one host fits (H200, bare metal: P2P stays on), one does not
+# (397B NVFP4 on 2 GPUs), one fits but has a flag the role refuses (the deploy would stop before the service).
 if ansible-playbook "$root/playbooks/plan.yml" -i "$here/inventory_override/hosts.yml" \
-    -e "llmops_plan_output_dir=$out/override"; then
+    -e "llmops_plan_output_dir=$out/override" >"$out/override.log" 2>&1; then
   echo "plan.yml passed an inventory with a host that cannot load" >&2
+  exit 1
+fi
+# (whitespace-normalised: the result format may fold the message over lines)
+if ! tr -s ' \n' ' ' <"$out/override.log" | grep -qF "badflag-ct: the deploy would refuse this service: extra argument --speculative-algo"; then
+  grep -A3 'badflag-ct' "$out/override.log" | tail -n 40 >&2
   exit 1
 fi
 python3 - "$out/override" <<'PY'
@@ -44,4 +113,8 @@ good = json.load(open(os.path.join(sys.argv[1], 'h200-ct', 'plan.json')))
 bad = json.load(open(os.path.join(sys.argv[1], 'nvfp4-tp2-ct', 'plan.json')))
 assert good['plan']['verdict'] == 'FITS', good
 assert bad['error_kind'] == 'weights', bad
+unit = open(os.path.join(sys.argv[1], 'h200-ct/files/etc/systemd/system/sglang-qwen3.5-122b-a10b.service')).read()
+assert 'NCCL_P2P_DISABLE' not in unit and '--model-path /srv/models/Qwen3.5-122B-A10B' in unit, unit
+for host in ('nvfp4-tp2-ct', 'badflag-ct'):
+    assert not os.path.exists(os.path.join(sys.argv[1], host, 'files')), host
 PY
