@@ -21,6 +21,9 @@ import time
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
+# The same duration format as the progress lines the hf_snapshot module writes on the target ('42s', '3m07s').
+from ansible_collections.llmops.inference.plugins.module_utils.hf_files import fmt_duration
+
 display = Display()
 
 # Keys async_status adds around the job's own result.
@@ -33,18 +36,6 @@ MAX_INTERVAL = 30
 def wait_args(progress_option):
     """The options of a wait action whose progress location is ``progress_option``."""
     return frozenset(('jid', 'interval', 'timeout', 'label', progress_option))
-
-
-def fmt_duration(seconds):
-    """'42s', '3m07s', '2h05m'; '?' for None."""
-    if seconds is None:
-        return '?'
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return '%ds' % seconds
-    if seconds < 3600:
-        return '%dm%02ds' % (seconds // 60, seconds % 60)
-    return '%dh%02dm' % (seconds // 3600, (seconds % 3600) // 60)
 
 
 class AsyncWaitAction(ActionBase):
