@@ -33,3 +33,15 @@ attributes:
     support: none
     details: The module changes nothing.
 '''
+
+    # Modules that change the target and predict (check mode) and show (diff mode) every change.
+    CHANGES = r'''
+options: {}
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: full
+'''

@@ -35,13 +35,10 @@ description:
     driver, never assumed from slot order, since minors are re-assigned when cards move).
 author:
   - llmops.inference maintainers (@llmops)
+extends_documentation_fragment:
+  - llmops.inference.attributes
+  - llmops.inference.attributes.changes
 attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
   platform:
     description: Target OS/families that can be operated against.
     support: full

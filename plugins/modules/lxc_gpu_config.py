@@ -26,13 +26,10 @@ description:
     the C(llmops.inference.lxc_gpu) role does through a handler.
 author:
   - llmops.inference maintainers (@llmops)
+extends_documentation_fragment:
+  - llmops.inference.attributes
+  - llmops.inference.attributes.changes
 attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
   platform:
     description: Target OS/families that can be operated against.
     support: full
