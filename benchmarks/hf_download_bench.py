@@ -5,7 +5,7 @@
 On one local olah mirror (tests/hub) serving one generated safetensors repo:
   download: llmops.inference.hf_snapshot (run by `ansible -m`, so the real module) vs `hf download --local-dir`,
             alternating, each into a fresh directory, same max workers;
-  verify:   the module's parallel hashing (hf_files.hash_files, one thread per file, all cores) vs one thread
+  verify:   the module's parallel hashing (file_hashing.hash_files, one thread per file, all cores) vs one thread
             hashing file after file (what `hf cache verify` does) vs `hf cache verify --local-dir` itself,
             against cores x the single-core hashlib sha256 rate of this machine.
 Prints a table and the machine; --json FILE also writes the figures. Never contacts anything but 127.0.0.1
@@ -33,16 +33,16 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _load_hf_files():
-    """plugins/module_utils/hf_files.py by path (standard library only), so a bare copy of the tree works too."""
+def _load_file_hashing():
+    """plugins/module_utils/file_hashing.py by path (standard library only), so a bare copy of the tree works too."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location('hf_files', os.path.join(ROOT, 'plugins', 'module_utils', 'hf_files.py'))
+    spec = importlib.util.spec_from_file_location('file_hashing', os.path.join(ROOT, 'plugins', 'module_utils', 'file_hashing.py'))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-hf_files = _load_hf_files()
+file_hashing = _load_file_hashing()
 
 MB = 1000 * 1000
 REPO = 'llmops-bench/model'
@@ -92,7 +92,7 @@ def machine():
     except OSError:
         pass
     return {
-        'cpu': cpu, 'cores': hf_files.usable_cpus(), 'sha_ni': ' sha_ni' in flags, 'memory_gb': round(mem / 1e9, 1),
+        'cpu': cpu, 'cores': file_hashing.usable_cpus(), 'sha_ni': ' sha_ni' in flags, 'memory_gb': round(mem / 1e9, 1),
         'kernel': platform.release(), 'python': platform.python_version(), 'load_avg_1m': os.getloadavg()[0],
     }
 
@@ -194,14 +194,14 @@ def verify_only(args):
                 for _block in range(args.shard_mb // 4):
                     handle.write(block)
             files.append((path, path, 'sha256'))
-        cores = hf_files.usable_cpus()
+        cores = file_hashing.usable_cpus()
         single = single_core_sha256_rate()
         together = all_core_sha256_rate(cores)
-        hf_files.hash_files(files, cores)  # warm the page cache
-        _r, _e, par_s, nbytes = hf_files.hash_files(files, cores)
+        file_hashing.hash_files(files, cores)  # warm the page cache
+        _r, _e, par_s, nbytes = file_hashing.hash_files(files, cores)
         t0 = time.perf_counter()
         for _key, path, kind in files:
-            hf_files.hash_file(path, kind)
+            file_hashing.hash_file(path, kind)
         seq_s = time.perf_counter() - t0
     finally:
         if not args.work:
@@ -213,7 +213,7 @@ def verify_only(args):
     print('')
     print('| what | seconds | MB/s |')
     print('|---|---:|---:|')
-    print('| parallel sha256, %d threads (hf_files.hash_files) | %.2f | %.1f |' % (cores, par_s, nbytes / par_s / MB))
+    print('| parallel sha256, %d threads (file_hashing.hash_files) | %.2f | %.1f |' % (cores, par_s, nbytes / par_s / MB))
     print('| sequential sha256, 1 thread (hf cache verify style) | %.2f | %.1f |' % (seq_s, nbytes / seq_s / MB))
     print('')
     print('single-core hashlib sha256: %.1f MB/s; %d cores x that = %.1f MB/s; parallel reaches %.2f x that (target 0.8)'
@@ -281,15 +281,15 @@ def main():
 
         files = [(path, os.path.join(keep, path), 'sha256' if entry['lfs'] else 'git_sha1')
                  for path, entry in manifest['commits'][0]['files'].items()]
-        cores = hf_files.usable_cpus()
+        cores = file_hashing.usable_cpus()
         single = single_core_sha256_rate()
         together = all_core_sha256_rate(cores)
         # Same files, page cache warm for all three (they were just written and hashed).
-        _r, _e, par_s, par_bytes = hf_files.hash_files(files, cores)
-        _r, _e, par_s, par_bytes = hf_files.hash_files(files, cores)
+        _r, _e, par_s, par_bytes = file_hashing.hash_files(files, cores)
+        _r, _e, par_s, par_bytes = file_hashing.hash_files(files, cores)
         t0 = time.perf_counter()
         for _key, path, kind in files:
-            hf_files.hash_file(path, kind)
+            file_hashing.hash_file(path, kind)
         seq_s = time.perf_counter() - t0
         verify_wall = run_hf_cache_verify(venv, endpoint, revision, keep)
     finally:
@@ -302,7 +302,7 @@ def main():
         ('download', 'hf_snapshot module, download phase', med(module_dl), total),
         ('download', 'hf_snapshot module, whole run via ansible -m (plan+download+verify+swap)', med(module_walls), total),
         ('download', 'hf download --local-dir (CLI wall)', med(hf_walls), total),
-        ('verify', 'parallel sha256, %d threads (hf_files.hash_files)' % cores, par_s, par_bytes),
+        ('verify', 'parallel sha256, %d threads (file_hashing.hash_files)' % cores, par_s, par_bytes),
         ('verify', 'sequential sha256, 1 thread (hf cache verify style)', seq_s, par_bytes),
         ('verify', '`hf cache verify --local-dir` (CLI wall, incl. Hub listing)', verify_wall, par_bytes),
     ]

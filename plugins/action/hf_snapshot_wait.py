@@ -15,8 +15,9 @@ __metaclass__ = type
 import base64
 import json
 
-from ansible_collections.llmops.inference.plugins.module_utils.hf_files import progress_line
-from ansible_collections.llmops.inference.plugins.plugin_utils.async_wait import AsyncWaitAction, fmt_duration, wait_args
+from ansible_collections.llmops.inference.plugins.module_utils.formatting import fmt_duration
+from ansible_collections.llmops.inference.plugins.module_utils.progress_file import progress_line
+from ansible_collections.llmops.inference.plugins.plugin_utils.async_wait import AsyncWaitAction, wait_args
 
 
 class ActionModule(AsyncWaitAction):

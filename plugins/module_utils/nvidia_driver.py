@@ -2,18 +2,17 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""NVIDIA kernel module / user-space driver mismatch detection (pure logic for nvidia_driver_info).
+"""NVIDIA kernel module / user-space driver mismatch detection: the verdict of nvidia_driver_info and its remedies.
 
-PRIVATE to the collection. Everything here reads files under a root directory (``RootFS``) so that the same code
-inspects the running system (root ``/``) or a container's root filesystem from the host. Commands (nvidia-smi) are
-run by the module and only their output is parsed here.
+PRIVATE to the collection. An inspection puts together what the kernel module is (nvidia_system.py), which
+libraries the loader would use (nvidia_loader.py) and what nvidia-smi said (nvidia_smi_banner.py), all read through
+a ``RootFS`` so that the same code inspects the running system or a container's root filesystem from the host, and
+turns every mismatch into a finding with a concrete remedy.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import fnmatch
-import os
 import posixpath
 import re
 
@@ -25,16 +24,25 @@ from ansible_collections.llmops.inference.plugins.module_utils.cuda_compat impor
     cuda_version_for_driver_branch,
     newest_cuda_for_driver,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi import NvidiaSmiParseError, parse_query_gpu
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import parse_nvidia_gpu_information
-
-# A driver version as it appears in file names and banners: 3+ digit branch, 2 or 3 parts (515.76, 590.48.01).
-DRIVER_VERSION_RE = re.compile(r"^\d{3,}\.\d+(?:\.\d+)?$")
-LIB_VERSION_RE = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)?)$")
-# Driver-versioned library files worth inventorying (libnvidia-egl-wayland.so.1.1.13 and friends carry their own
-# small version numbers and are excluded by the 3-digit branch).
-DRIVER_LIB_FILE_RE = re.compile(r"^(libcuda|libcudadebugger|libnvidia-[A-Za-z0-9_.-]+?)\.so\.(\d{3,}\.\d+(?:\.\d+)?)$")
-COMPAT_DIR_RE = re.compile(r"(?:^|/)cuda[^/]*/compat(?:/|$)")
+from ansible_collections.llmops.inference.plugins.module_utils.nvidia_loader import (
+    is_compat_path,
+    library_inventory,
+    loader_search_path,
+    resolve_soname,
+)
+from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi_banner import nvidia_smi_record
+from ansible_collections.llmops.inference.plugins.module_utils.nvidia_system import (
+    detect_arch,
+    detect_context,
+    read_gpus,
+    read_kernel,
+)
+from ansible_collections.llmops.inference.plugins.module_utils.nvidia_versions import (
+    compare_versions,
+    driver_branch,
+    parse_version,
+    versions_match,
+)
 
 # The libraries whose versions must equal the kernel module's, keyed by name, with their SONAME.
 TRACKED_LIBRARIES = (
@@ -45,209 +53,6 @@ TRACKED_LIBRARIES = (
 TRACKED_NAMES = tuple(name for name, dummy in TRACKED_LIBRARIES)
 # Without these two nothing CUDA/NVML-based works; ptxjitcompiler is optional on minimal installs.
 REQUIRED_LIBRARIES = ("libcuda", "libnvidia-ml")
-
-DEFAULT_LIBRARY_DIRS = {
-    "x86_64": ("/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"),
-    "aarch64": ("/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"),
-}
-GENERIC_LIBRARY_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib")
-# Places where driver libraries live without necessarily being on the loader path (inventory only).
-EXTRA_SCAN_PATTERNS = (
-    "/usr/local/cuda*/compat",
-    "/usr/local/nvidia/lib64",
-    "/usr/local/nvidia/lib",
-    "/usr/lib/nvidia",
-    "/usr/lib64/nvidia",
-    "/usr/lib/*-linux-gnu/nvidia/current",
-)
-# The GPU query nvidia_driver_info runs (the CSV parser is nvidia_smi.parse_query_gpu).
-GPU_QUERY_FIELDS = ("name", "compute_cap")
-KERNEL_SUBMODULES = ("nvidia_uvm", "nvidia_modeset", "nvidia_drm")
-MAX_SYMLINKS = 40
-MAX_INCLUDE_DEPTH = 16
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Versions
-
-
-def parse_version(text):
-    """'590.48.01' -> (590, 48, 1); None unless it looks like a driver version."""
-    if text is None:
-        return None
-    text = str(text).strip()
-    if not DRIVER_VERSION_RE.match(text):
-        return None
-    return tuple(int(part) for part in text.split("."))
-
-
-def compare_versions(left, right):
-    """Numeric compare of two version strings (-1, 0, 1); a missing third part counts as 0."""
-    lt, rt = parse_version(left), parse_version(right)
-    if lt is None or rt is None:
-        raise ValueError("not a driver version: %r / %r" % (left, right))
-    lt, rt = lt + (0,) * (3 - len(lt)), rt + (0,) * (3 - len(rt))
-    return (lt > rt) - (lt < rt)
-
-
-def versions_match(left, right):
-    """Equal versions, or a 2-part version that is a prefix of the other (NVML reports "565.57" for 565.57.01)."""
-    lt, rt = parse_version(left), parse_version(right)
-    if lt is None or rt is None:
-        return False
-    if len(lt) == len(rt):
-        return lt == rt
-    shorter, longer = (lt, rt) if len(lt) < len(rt) else (rt, lt)
-    return longer[:len(shorter)] == shorter
-
-
-def driver_branch(version):
-    parsed = parse_version(version)
-    return parsed[0] if parsed else None
-
-
-def library_version(path):
-    """Version suffix of a library file name (libcuda.so.590.48.01 -> 590.48.01); None for libcuda.so.1 etc."""
-    match = LIB_VERSION_RE.search(posixpath.basename(path or ""))
-    if match and DRIVER_VERSION_RE.match(match.group(1)):
-        return match.group(1)
-    return None
-
-
-def is_compat_path(path):
-    return bool(COMPAT_DIR_RE.search(path or ""))
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Kernel side
-
-
-def parse_sys_module_version(text):
-    """Content of /sys/module/nvidia/version ("590.48.01\\n")."""
-    if text is None:
-        return None
-    value = text.strip()
-    return value if parse_version(value) else None
-
-
-def parse_proc_driver_version(text):
-    """Parse /proc/driver/nvidia/version.
-
-    Handles the open ("NVIDIA UNIX Open Kernel Module for x86_64  590.48.01  Release Build ...") and proprietary
-    ("NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue ...") banners, aarch64, vGPU, third-party Kbuild
-    ("NVIDIA Open Kernel Module  <ver>") and banners wrapped onto several lines. Returns a dict with version, flavor
-    (open/proprietary/None), arch, nvrm (the banner, whitespace-collapsed) and gcc.
-    """
-    result = {"version": None, "flavor": None, "arch": None, "nvrm": None, "gcc": None}
-    if not text:
-        return result
-    nvrm_lines, gcc, in_nvrm = [], None, False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("NVRM version:"):
-            in_nvrm = True
-            nvrm_lines.append(stripped[len("NVRM version:"):])
-        elif stripped.startswith("GCC version:"):
-            in_nvrm = False
-            gcc = stripped[len("GCC version:"):].strip() or None
-        elif in_nvrm and stripped:
-            # Some distro builds (Fedora akmods) wrap the banner.
-            nvrm_lines.append(stripped)
-    if not nvrm_lines:
-        return result
-    nvrm = " ".join(" ".join(nvrm_lines).split())
-    result["nvrm"], result["gcc"] = nvrm, gcc
-    for token in nvrm.split():
-        if DRIVER_VERSION_RE.match(token):
-            result["version"] = token
-            break
-    if "Open Kernel Module" in nvrm:
-        result["flavor"] = "open"
-    elif "Kernel Module" in nvrm:
-        result["flavor"] = "proprietary"
-    arch = re.search(r"Kernel Module for (\S+)", nvrm) or re.search(r"UNIX (\S+) Kernel Module", nvrm)
-    if arch and arch.group(1) != "Open":
-        result["arch"] = arch.group(1)
-    return result
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# nvidia-smi
-
-_SMI_BANNER_RE = re.compile(r"NVIDIA-SMI\s+(\S+)\s+(Driver|KMD) Version:\s+(\S+)\s+CUDA( UMD)? Version:\s+([0-9.]+)")
-_SMI_KV_RE = re.compile(r"^\s*([A-Za-z][A-Za-z -]*?)\s*:\s*(\S+)\s*$")
-_SMI_MISMATCH = "Driver/library version mismatch"
-_SMI_NO_DRIVER = "couldn't communicate with the NVIDIA driver"
-
-
-def parse_nvidia_smi(stdout, stderr="", rc=0):
-    """Parse nvidia-smi output: the banner, ``nvidia-smi --version`` or an NVML failure.
-
-    Returns smi_version, driver_version, cuda_version, nvml_version, format ("classic" for Driver/CUDA Version,
-    "kmd" for the R610+ KMD/CUDA UMD Version banner, "version" for --version), error and error_kind
-    (driver_library_mismatch, no_driver, nvml_init_failed, unknown).
-    """
-    text = "%s\n%s" % (stdout or "", stderr or "")
-    result = {"smi_version": None, "driver_version": None, "cuda_version": None, "nvml_version": None,
-              "format": None, "error": None, "error_kind": None}
-    banner = _SMI_BANNER_RE.search(text)
-    if banner:
-        result.update(smi_version=banner.group(1), driver_version=banner.group(3), cuda_version=banner.group(5),
-                      format="kmd" if banner.group(2) == "KMD" else "classic")
-    else:
-        fields = {}
-        for line in text.splitlines():
-            match = _SMI_KV_RE.match(line)
-            if match:
-                fields[" ".join(match.group(1).lower().split())] = match.group(2)
-        if "nvidia-smi version" in fields:
-            result["format"] = "version"
-            result["smi_version"] = fields.get("nvidia-smi version")
-            result["driver_version"] = fields.get("driver version") or fields.get("kmd version")
-            result["cuda_version"] = fields.get("cuda version") or fields.get("cuda umd version")
-            result["nvml_version"] = fields.get("nvml version")
-        if "nvml library version" in fields:
-            result["nvml_version"] = fields["nvml library version"]
-    if _SMI_MISMATCH in text:
-        result.update(error="Failed to initialize NVML: " + _SMI_MISMATCH, error_kind="driver_library_mismatch")
-    elif _SMI_NO_DRIVER in text:
-        result.update(error=_first_line(text, _SMI_NO_DRIVER), error_kind="no_driver")
-    elif "Failed to initialize NVML" in text:
-        result.update(error=_first_line(text, "Failed to initialize NVML"), error_kind="nvml_init_failed")
-    elif rc not in (0, None) or result["format"] is None:
-        result.update(error=_first_nonempty_line(text) or "nvidia-smi exited with rc %s" % rc, error_kind="unknown")
-    return result
-
-
-def nvidia_smi_record(ran, rc=None, stdout="", stderr="", skipped_reason=None, query_stdout=None, command=None):
-    """The nvidia_smi return value: whether and how nvidia-smi ran plus the parsed banner and GPU list."""
-    record = {"ran": ran, "rc": rc, "command": command, "skipped_reason": skipped_reason, "smi_version": None,
-              "driver_version": None, "cuda_version": None, "nvml_version": None, "format": None, "error": None,
-              "error_kind": None, "gpus": []}
-    if ran:
-        record.update(parse_nvidia_smi(stdout, stderr, rc))
-        record["gpus"] = parse_gpu_query(query_stdout)
-    return record
-
-
-def parse_gpu_query(stdout):
-    """Output of ``nvidia-smi`` + query_gpu_args(GPU_QUERY_FIELDS) -> [{name, compute_capability}]; [] if malformed."""
-    try:
-        rows = parse_query_gpu(stdout, GPU_QUERY_FIELDS)
-    except NvidiaSmiParseError:
-        return []
-    return [{"name": row["name"], "compute_capability": row["compute_cap"]} for row in rows]
-
-
-def _first_line(text, needle):
-    return next((line.strip() for line in text.splitlines() if needle in line), None)
-
-
-def _first_nonempty_line(text):
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return None
 
 
 def is_blackwell(name=None, compute_capability=None):
@@ -270,291 +75,6 @@ def is_blackwell_hint(hint):
     if re.match(r"^(?:sm_?)?\d+(?:\.\d+)?$", text, re.IGNORECASE):
         return is_blackwell(compute_capability=text)
     return is_blackwell(name=text)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Files under a root
-
-
-class RootFS(object):
-    """Read-only view of a directory tree as if it were ``/`` (chroot semantics for symlinks).
-
-    Absolute symlink targets are re-rooted under ``root`` and ``..`` never climbs above it, so inspecting a container
-    rootfs from the host never reads the host's own files. Virtual paths are absolute paths inside the root.
-    """
-
-    def __init__(self, root="/"):
-        self.root = os.path.abspath(root or "/")
-
-    @property
-    def is_host_root(self):
-        """True when inspecting the running system itself (commands may run, context may be host/container)."""
-        return self.root == "/"
-
-    def host_path(self, vpath):
-        vpath = posixpath.normpath("/" + (vpath or "").lstrip("/"))
-        if self.root == "/":
-            return vpath
-        return os.path.join(self.root, vpath.lstrip("/")) if vpath != "/" else self.root
-
-    def resolve(self, vpath):
-        """Canonical virtual path with every symlink followed inside the root; None on a symlink loop."""
-        pending = (vpath or "/").split("/")[::-1]
-        resolved, links = [], 0
-        while pending:
-            part = pending.pop()
-            if part in ("", "."):
-                continue
-            if part == "..":
-                if resolved:
-                    resolved.pop()
-                continue
-            candidate = "/" + "/".join(resolved + [part])
-            host = self.host_path(candidate)
-            if os.path.islink(host):
-                links += 1
-                if links > MAX_SYMLINKS:
-                    return None
-                target = os.readlink(host)
-                if target.startswith("/"):
-                    resolved = []
-                pending.extend(target.split("/")[::-1])
-            else:
-                resolved.append(part)
-        return "/" + "/".join(resolved)
-
-    def exists(self, vpath):
-        resolved = self.resolve(vpath)
-        return resolved is not None and os.path.exists(self.host_path(resolved))
-
-    def lexists(self, vpath):
-        parent = self.resolve(posixpath.dirname(vpath))
-        if parent is None:
-            return False
-        return os.path.lexists(self.host_path(posixpath.join(parent, posixpath.basename(vpath))))
-
-    def isdir(self, vpath):
-        resolved = self.resolve(vpath)
-        return resolved is not None and os.path.isdir(self.host_path(resolved))
-
-    def listdir(self, vpath):
-        resolved = self.resolve(vpath)
-        if resolved is None:
-            return []
-        try:
-            return sorted(os.listdir(self.host_path(resolved)))
-        except OSError:
-            return []
-
-    def read_text(self, vpath):
-        resolved = self.resolve(vpath)
-        if resolved is None:
-            return None
-        try:
-            with open(self.host_path(resolved), "rb") as handle:
-                return handle.read().decode("utf-8", "replace")
-        except (IOError, OSError):
-            return None
-
-    def glob(self, pattern):
-        """Sorted virtual paths matching a glob (wildcards in any component; hidden names need an explicit dot)."""
-        matches = ["/"]
-        for part in [p for p in pattern.split("/") if p]:
-            expanded = []
-            for base in matches:
-                if any(char in part for char in "*?["):
-                    for name in self.listdir(base):
-                        if (part.startswith(".") or not name.startswith(".")) and fnmatch.fnmatchcase(name, part):
-                            expanded.append(posixpath.join(base, name))
-                else:
-                    expanded.append(posixpath.join(base, part))
-            matches = expanded
-        return sorted(path for path in matches if self.lexists(path))
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Dynamic loader search path
-
-
-def parse_ld_so_conf(fs, path="/etc/ld.so.conf", _depth=0, _seen=None):
-    """Directories of ld.so.conf in order, following ``include`` globs (relative to the including file).
-
-    Returns a list of (directory, conf_file). ``hwcap`` lines are ignored; legacy ``dir=TYPE`` suffixes stripped.
-    """
-    seen = set() if _seen is None else _seen
-    if _depth > MAX_INCLUDE_DEPTH or path in seen:
-        return []
-    seen.add(path)
-    text = fs.read_text(path)
-    if text is None:
-        return []
-    entries = []
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        keyword = line.split(None, 1)
-        if keyword[0] == "include" and len(keyword) == 2:
-            for pattern in keyword[1].split():
-                if not pattern.startswith("/"):
-                    pattern = posixpath.join(posixpath.dirname(path), pattern)
-                for included in fs.glob(pattern):
-                    entries.extend(parse_ld_so_conf(fs, included, _depth + 1, seen))
-        elif keyword[0] == "hwcap":
-            continue
-        else:
-            for directory in re.split(r"[\s:,]+", line):
-                directory = directory.split("=", 1)[0].rstrip("/") or "/"
-                if directory.startswith("/"):
-                    entries.append((directory, path))
-    return entries
-
-
-def split_library_path(value):
-    """ld_library_path option (list and/or colon-separated strings) -> list of absolute directories."""
-    if value is None:
-        return []
-    items = value if isinstance(value, (list, tuple)) else [value]
-    dirs = []
-    for item in items:
-        for directory in str(item).split(":"):
-            directory = directory.strip()
-            # Empty LD_LIBRARY_PATH elements mean the current directory, which says nothing about a service.
-            if directory.startswith("/"):
-                dirs.append(directory.rstrip("/") or "/")
-    return dirs
-
-
-def loader_search_path(fs, ld_library_path=None, arch="x86_64"):
-    """Directories the dynamic loader searches, in order: LD_LIBRARY_PATH, ld.so.conf (ld.so.cache), defaults.
-
-    Only existing directories are returned, de-duplicated by their canonical path inside the root (like ldconfig
-    does by inode: with merged /usr, /lib and /usr/lib are one directory). Each entry: path, resolved, source
-    (ld_library_path / ld.so.conf / default) and conf_file (for ld.so.conf entries).
-    """
-    candidates = [(d, "ld_library_path", None) for d in split_library_path(ld_library_path)]
-    candidates += [(d, "ld.so.conf", conf) for d, conf in parse_ld_so_conf(fs)]
-    candidates += [(d, "default", None) for d in DEFAULT_LIBRARY_DIRS.get(arch, GENERIC_LIBRARY_DIRS)]
-    search, seen = [], set()
-    for directory, source, conf in candidates:
-        resolved = fs.resolve(directory)
-        if resolved is None or resolved in seen or not fs.isdir(directory):
-            continue
-        seen.add(resolved)
-        search.append({"path": directory, "resolved": resolved, "source": source, "conf_file": conf})
-    return search
-
-
-def resolve_soname(fs, search, soname):
-    """Resolve a SONAME the way the loader would: the first search directory holding a usable entry wins.
-
-    Returns (active, others): active is a dict (soname_path, path, version, directory, source, conf_file, compat,
-    index) or None; others lists the later usable entries and broken links (same keys plus broken).
-    """
-    active, others = None, []
-    for index, entry in enumerate(search):
-        candidate = posixpath.join(entry["path"], soname)
-        if not fs.lexists(candidate):
-            continue
-        target = fs.resolve(candidate)
-        record = {"soname_path": candidate, "path": target, "version": library_version(target),
-                  "directory": entry["path"], "source": entry["source"], "conf_file": entry["conf_file"],
-                  "compat": is_compat_path(candidate) or is_compat_path(target), "index": index,
-                  "broken": target is None or not fs.exists(target)}
-        if record["broken"]:
-            others.append(record)
-        elif active is None:
-            active = record
-        else:
-            others.append(record)
-    return active, others
-
-
-def library_inventory(fs, search, extra_patterns=EXTRA_SCAN_PATTERNS):
-    """Every driver-versioned NVIDIA library file in the search path and the usual side directories.
-
-    Returns a dict keyed by canonical path: library, version, path, loader_index (index of the first search
-    directory through which the file is reachable, None if none) and compat.
-    """
-    scan = [(entry["path"], index) for index, entry in enumerate(search)]
-    for pattern in extra_patterns:
-        scan.extend((directory, None) for directory in fs.glob(pattern) if fs.isdir(directory))
-    inventory, scanned = {}, set()
-    for directory, index in scan:
-        resolved_dir = fs.resolve(directory)
-        if resolved_dir is None or (resolved_dir, index) in scanned:
-            continue
-        scanned.add((resolved_dir, index))
-        for name in fs.listdir(directory):
-            if not (name.startswith("libcuda") or name.startswith("libnvidia-")):
-                continue
-            target = fs.resolve(posixpath.join(resolved_dir, name))
-            if target is None or not fs.exists(target):
-                continue
-            match = DRIVER_LIB_FILE_RE.match(posixpath.basename(target))
-            if not match:
-                continue
-            item = inventory.setdefault(target, {"library": match.group(1), "version": match.group(2), "path": target,
-                                                 "loader_index": None, "compat": is_compat_path(target)})
-            if index is not None and (item["loader_index"] is None or index < item["loader_index"]):
-                item["loader_index"] = index
-    return inventory
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Whole inspection
-
-
-def detect_context(fs):
-    """host, container (inspected from inside) or rootfs (inspected from outside)."""
-    if not fs.is_host_root:
-        return "rootfs"
-    if fs.lexists("/.dockerenv") or fs.lexists("/run/.containerenv"):
-        return "container"
-    marker = (fs.read_text("/run/systemd/container") or "").strip()
-    if marker:
-        return "container"
-    environ = fs.read_text("/proc/1/environ") or ""
-    if "container=" in environ:
-        return "container"
-    return "host"
-
-
-def detect_arch(fs, kernel_arch=None, machine=None):
-    """Library architecture: the kernel banner's, else the local machine's (root /), else the rootfs layout."""
-    for value in (kernel_arch, machine if fs.is_host_root else None):
-        if value in ("x86_64", "amd64"):
-            return "x86_64"
-        if value in ("aarch64", "arm64"):
-            return "aarch64"
-    if fs.isdir("/usr/lib/aarch64-linux-gnu") and not fs.isdir("/usr/lib/x86_64-linux-gnu"):
-        return "aarch64"
-    return "x86_64"
-
-
-def read_kernel(fs):
-    sys_version = parse_sys_module_version(fs.read_text("/sys/module/nvidia/version"))
-    proc = parse_proc_driver_version(fs.read_text("/proc/driver/nvidia/version"))
-    version, source = sys_version, "/sys/module/nvidia/version" if sys_version else None
-    if version is None and proc["version"]:
-        version, source = proc["version"], "/proc/driver/nvidia/version"
-    submodules = {}
-    for name in KERNEL_SUBMODULES:
-        value = parse_sys_module_version(fs.read_text("/sys/module/%s/version" % name))
-        if value:
-            submodules[name] = value
-    return {"version": version, "source": source, "flavor": proc["flavor"], "arch": proc["arch"], "nvrm": proc["nvrm"],
-            "submodules": submodules}
-
-
-def read_gpus(fs):
-    gpus = []
-    for path in fs.glob("/proc/driver/nvidia/gpus/*/information"):
-        info = parse_nvidia_gpu_information(fs.read_text(path))
-        if info["model"]:
-            gpus.append({"name": info["model"], "bus_id": info["bus_location"], "compute_capability": None,
-                         "source": "/proc/driver/nvidia/gpus"})
-    return gpus
 
 
 def inspect(fs, expected_version=None, ld_library_path=None, cuda_runtime=None, gpu_architecture=None,

@@ -25,24 +25,13 @@ author:
 extends_documentation_fragment:
   - llmops.inference.attributes
   - llmops.inference.attributes.read_only
+  - llmops.inference.model_dir
 options:
   path:
     description:
       - The model directory (it does not need to exist).
     type: path
     required: true
-  forbidden_paths:
-    description:
-      - Directories no model may live under (see M(llmops.inference.hf_snapshot)).
-    type: list
-    elements: path
-    default: ['/data']
-  service_patterns:
-    description:
-      - systemd units (glob) checked for a reference to O(path) when active.
-    type: list
-    elements: str
-    default: ['sglang-*.service']
   check_users:
     description:
       - Scan C(/proc) and systemd units for users of O(path).
@@ -119,16 +108,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils.hf_files import (
-    MARKER_NAME,
-    active_units_using,
-    find_path_users,
+from ansible_collections.llmops.inference.plugins.module_utils.free_space import free_bytes
+from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import MARKER_NAME, parse_marker
+from ansible_collections.llmops.inference.plugins.module_utils.path_safety import (
     forbidden_reason,
-    free_bytes,
     mount_point,
-    parse_marker,
     unsafe_dest_reason,
 )
+from ansible_collections.llmops.inference.plugins.module_utils.path_users import active_units_using, find_path_users
 
 
 def marker_summary(path):

@@ -25,6 +25,7 @@ author:
   - llmops.inference maintainers (@llmops)
 extends_documentation_fragment:
   - llmops.inference.attributes
+  - llmops.inference.openai_server
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -34,13 +35,6 @@ attributes:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 options:
-  base_url:
-    description: Server URL without the C(/v1) suffix, e.g. C(http://127.0.0.1:30000).
-    type: str
-    required: true
-  api_key:
-    description: API key, sent as C(Authorization Bearer). Omit for a server without authentication.
-    type: str
   model:
     description: Served model name. Omit to use the first id C(/v1/models) lists.
     type: str
@@ -86,10 +80,6 @@ options:
     description: Seconds per request.
     type: int
     default: 300
-  validate_certs:
-    description: Verify TLS certificates of an https URL.
-    type: bool
-    default: true
   output_file:
     description: Also write the results as JSON to this path (on the host the module runs on).
     type: path
@@ -107,7 +97,7 @@ EXAMPLES = r"""
 - name: Smoke-test the deployed SGLang server
   llmops.inference.openai_smoke:
     base_url: http://127.0.0.1:30000
-    api_key: "{{ sglang_server_api_key }}"
+    api_key: "{{ llmops_api_key }}"
     model: qwen3.5-122b-a10b
 
 - name: A CPU stand-in whose tiny model cannot think

@@ -28,6 +28,7 @@ author:
   - llmops.inference maintainers (@llmops)
 extends_documentation_fragment:
   - llmops.inference.attributes
+  - llmops.inference.openai_server
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -45,13 +46,6 @@ options:
     description: Module that holds the client. V(auto) picks C(sglang.benchmark.serving) when the release has it, else C(sglang.bench_serving).
     type: str
     default: auto
-  base_url:
-    description: Server URL without C(/v1).
-    type: str
-    required: true
-  api_key:
-    description: API key (exported as C(OPENAI_API_KEY) to the client; sent as Bearer to C(/server_info)).
-    type: str
   model:
     description: Served model name the requests carry.
     type: str
@@ -146,12 +140,10 @@ options:
     description: Seconds for each server probe request (not the run itself; bound that with async).
     type: int
     default: 30
-  validate_certs:
-    description: Verify TLS certificates of an https URL.
-    type: bool
-    default: true
 notes:
   - The client prints a tqdm progress bar into O(output_dir)/C(<run_id>.log) while it runs.
+  - O(api_key) goes to the benchmark client as C(OPENAI_API_KEY) in its environment; the module's own requests
+    (C(/server_info), C(/metrics), C(/set_internal_state)) send it as a Bearer token.
 seealso:
   - module: llmops.inference.openai_smoke
   - module: llmops.inference.sglang_bench_report
@@ -160,9 +152,9 @@ seealso:
 EXAMPLES = r"""
 - name: One run at concurrency 16, 1024 in / 1024 out
   llmops.inference.sglang_bench_run:
-    python: /opt/sglang/venv-0.5.23/bin/python
+    python: "{{ llmops_deployment.sglang.python }}"
     base_url: http://127.0.0.1:30000
-    api_key: "{{ sglang_server_api_key }}"
+    api_key: "{{ llmops_api_key }}"
     model: qwen3.5-122b-a10b
     tokenizer: /shared/models/Qwen3.5-122B-A10B
     input_len: 1024

@@ -43,7 +43,7 @@ seealso:
 EXAMPLES = r"""
 - name: Start run 3 of 8 in the background
   llmops.inference.sglang_bench_run:
-    python: /opt/sglang/venv-0.5.23/bin/python
+    python: "{{ llmops_deployment.sglang.python }}"
     base_url: http://127.0.0.1:30000
     model: qwen3.5-122b-a10b
     tokenizer: /shared/models/Qwen3.5-122B-A10B

@@ -22,7 +22,7 @@ install -m 0644 "$repo/tests/tools/offline_get_pip.py" ~/.ansible/test/cache/"ge
 # Copy only what git would ship (tracked + untracked-not-ignored), so local venvs and build output never leak in.
 mkdir -p "$work"
 (cd "$repo" && git ls-files -z --cached --others --exclude-standard | grep -zv '^\.collections/' \
-  | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' | tar --null -T - -cf -) | tar -C "$work" -xf -
+  | xargs -0 -I{} sh -c 'if test -e "{}"; then printf "%s\0" "{}"; fi' | tar --null -T - -cf -) | tar -C "$work" -xf -
 # ansible-test sanity needs a git repo view of the tree to decide what is "in" the collection.
 (cd "$work" && git init -q && git add -A && git -c user.email=ci@localhost -c user.name=ci commit -qm snapshot)
 cd "$work"

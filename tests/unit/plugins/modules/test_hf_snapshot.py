@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """hf_snapshot through its real argument spec: refusals before any write, check and diff mode, state=absent.
 
-The Hub client is replaced by a small in-memory fake at the module's import_hf() boundary (same call signatures as
+The Hub client is replaced by a small in-memory fake at the import_hf() boundary (module_utils/hf_hub.py, as
+hf_sync.py calls it; same call signatures as
 huggingface_hub 2.4: HfApi.repo_info/list_repo_tree, hf_hub_download(local_dir=...)); real downloads from a real
 mirror run in tests/integration/targets/hf_model.
 """
@@ -25,7 +26,8 @@ from ansible.module_utils import basic
 
 from module_harness import AnsibleFailJson, run
 
-from ansible_collections.llmops.inference.plugins.module_utils.hf_files import MARKER_NAME
+from ansible_collections.llmops.inference.plugins.module_utils import hf_hub, hf_sync
+from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import MARKER_NAME
 from ansible_collections.llmops.inference.plugins.modules import hf_snapshot
 
 COMMIT = 'c' * 40
@@ -98,7 +100,7 @@ def hub(monkeypatch):
     fake = FakeHub({'model-00001-of-00002.safetensors': safetensors(3000, 1),
                     'model-00002-of-00002.safetensors': safetensors(5000, 2),
                     'model.safetensors.index.json': index.encode(), 'config.json': b'{"x": 1}\n'})
-    monkeypatch.setattr(hf_snapshot, 'import_hf', lambda module, env: fake.api)
+    monkeypatch.setattr(hf_sync, 'import_hf', lambda env: fake.api)
     return fake
 
 
@@ -184,9 +186,9 @@ def test_token_is_no_log(monkeypatch):
 
 
 def test_token_goes_to_the_environment_only():
-    env = hf_snapshot.hf_env({'timeout': 5, 'high_performance': True, 'token': 'hf_secret'})
+    env = hf_hub.hf_env({'timeout': 5, 'high_performance': True, 'token': 'hf_secret'})
     assert env['HF_TOKEN'] == 'hf_secret' and env['HF_XET_HIGH_PERFORMANCE'] == '1'
-    assert 'HF_TOKEN' not in hf_snapshot.hf_env({'timeout': 5, 'high_performance': False, 'token': None})
+    assert 'HF_TOKEN' not in hf_hub.hf_env({'timeout': 5, 'high_performance': False, 'token': None})
 
 
 # ---- state=present with the fake client ---------------------------------------------------------------------------
@@ -223,7 +225,7 @@ def test_wrong_revision_fails_before_any_write(tmp_path, hub):
 
 def test_insufficient_space_fails_before_any_write(tmp_path, hub, monkeypatch):
     (tmp_path / 'models').mkdir()
-    monkeypatch.setattr(hf_snapshot, 'free_bytes', lambda path: 5000)
+    monkeypatch.setattr(hf_sync, 'free_bytes', lambda path: 5000)
     failed, res = run_module(args_for(tmp_path, free_space_margin_mb=1))
     assert failed and 'not enough space' in res['msg'] and 'short by 1.0 MB' in res['msg']
     assert hub.downloads() == ['model.safetensors.index.json']

@@ -14,7 +14,7 @@ import yaml
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.llmops.inference.plugins.module_utils import nvidia_driver as nd
+from ansible_collections.llmops.inference.plugins.module_utils.rootfs import RootFS
 from ansible_collections.llmops.inference.plugins.modules import nvidia_driver_info
 from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
@@ -75,7 +75,7 @@ def host_like(monkeypatch):
     return install
 
 
-class HostLikeRootFS(nd.RootFS):
+class HostLikeRootFS(RootFS):
     @property
     def is_host_root(self):
         return True
