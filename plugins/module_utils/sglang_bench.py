@@ -9,7 +9,7 @@ Accept length per run (SGLang's ``avg_spec_accept_length`` is cumulative since s
 that cumulative value into its JSONL):
   1. ``/metrics`` (``--enable-metrics``): delta of ``sglang:generation_tokens_total`` over delta of
      ``sglang:spec_verify_calls_total`` - tokens per verify forward, counted from finished requests of this run.
-  2. ``/server_info`` after ``POST /set_internal_state`` reset the counters (0.5.23: setting
+  2. ``/server_info`` after ``POST /set_internal_state`` reset the counters (the pinned release: setting
      ``speculative_accept_threshold_single`` to its current value zeroes them without changing behaviour).
   3. Otherwise the cumulative value, marked as such.
 """
@@ -147,7 +147,7 @@ def speculative_enabled(info):
 
 
 def accept_reset_body(info):
-    """The POST /set_internal_state body that zeroes the accept counters without changing behaviour (0.5.23)."""
+    """The POST /set_internal_state body that zeroes the accept counters without changing behaviour (the pinned release)."""
     value = info.get('speculative_accept_threshold_single', 1.0) if isinstance(info, dict) else 1.0
     if not isinstance(value, (int, float)):
         value = 1.0

@@ -2,18 +2,16 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""SGLang's own memory-planning rules, per SGLang release, as pure functions.
+"""SGLang's own server-argument and memory-planning rules, as pure functions of one resolved release.
 
-PRIVATE to the collection. Every rule names the SGLang source it mirrors so a version bump is a diff against
-that file. Two rule families exist because SGLang moved its memory planner in between:
+PRIVATE to the collection. The facts (per-release values, planner rule families, architecture sets) are data in
+profiles/sglang_releases.yml; ``release`` below is always ``sglang_release.release(table, version)``, and each rule
+names the SGLang source it mirrors. Two planner families exist because SGLang moved its memory planner in between
+(``release['planner']['family']``: ``apr`` = model_executor/model_runner_kv_cache_mixin.py, ``configurator`` =
+mem_cache/kv_cache_configurator.py); their differences are keys of the family, not branches on its name.
 
-* ``apr``  -- 0.5.10 / 0.5.11 (``server_args.py`` ``_handle_gpu_memory_settings``,
-  ``model_executor/model_runner_kv_cache_mixin.py``). The April-2026 data point in the notes ran a dev build
-  between these two releases.
-* ``configurator`` -- 0.5.18 / 0.5.23 (``arg_groups/memory_hook.py``, ``mem_cache/kv_cache_configurator.py``,
-  ``model_executor/pool_configurator.py``).
-
-Only versions whose wheels were read are listed; anything else is refused rather than guessed.
+``resolve_mamba_strategy`` is the ONE resolution of the mamba radix-cache strategy: the planner sizes the pools with
+its result and the renderer writes it on the command line, so the plan and the argv cannot disagree.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,94 +20,24 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, check_choice
+
 GIB = 1 << 30
-
-# version -> rule family. The collection's pin lives in profiles/sglang.yml, not here.
-RULES_BY_VERSION = {
-    '0.5.10': 'apr',
-    '0.5.11': 'apr',
-    '0.5.18': 'configurator',
-    '0.5.23': 'configurator',
-}
-NEWEST_RULES = '0.5.23'
-
-_FAMILY = {
-    'apr': dict(
-        # server_args.py _handle_gpu_memory_settings (0.5.11): (chunked_prefill, max_bs tp<4, max_bs tp>=4)
-        buckets=((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (90, 8192, 256, 512),
-                 (160, 8192, 256, 512), (None, 16384, 512, 512)),
-        # EAGLE/NEXTN draft model + its graphs were a flat reserve; draft weights load after pool sizing.
-        spec_reserve_mib=4096,
-        draft_weights_before_sizing=False,
-        prefill_graph_term=False,           # piecewise graphs are disabled for multimodal archs in 0.5.11
-        mm_reserve_mib=0,                   # mm_runtime_reservation_gb does not exist yet
-        padded_mamba_pool=False,            # K = budget // per_slot; the +1 padding slot is not charged
-        auto_strategy='no_buffer',          # --mamba-scheduler-strategy auto -> no_buffer (+ overlap off)
-        spec_requires_extra_buffer=True,    # spec + radix + no_buffer raises (PR #19391)
-        cap_requested_by_estimate=True,     # requested max_running_requests is min()-ed with the estimate
-        strategy_flag='--mamba-scheduler-strategy',
-    ),
-    'configurator': dict(
-        # arg_groups/memory_hook.py handle_gpu_memory_settings (0.5.18, 0.5.23)
-        buckets=((20, 2048, 8, 8), (35, 4096, 48, 160), (60, 4096, 32, 160), (90, 8192, 256, 512),
-                 (160, 8192, 256, 512), (None, 16384, 512, 512)),
-        spec_reserve_mib=0,                 # draft weights are loaded before sizing and profiled instead
-        draft_weights_before_sizing=True,   # scheduler.init_target_memory_pool runs after the draft worker exists
-        prefill_graph_term=True,            # breakable prefill graph is on by default on CUDA (reserve_for_graph_mb)
-        mm_reserve_mib=100,                 # kv_cache_configurator.mm_runtime_reservation_gb, SGLANG_VLM_CACHE_SIZE_MB
-        padded_mamba_pool=True,             # _handle_max_mamba_cache solves for K including the +1 padding slot
-        auto_strategy='extra_buffer',       # overrides._mamba_radix_cache_resolution (PR #28151)
-        spec_requires_extra_buffer=False,
-        cap_requested_by_estimate=False,    # resolve_max_num_reqs: min(requested, tokens // 2)
-        strategy_flag='--mamba-radix-cache-strategy',
-    ),
-}
-
-# Architectures whose extra_buffer strategy is supported (overrides._MAMBA_EXTRA_BUFFER_ARCHS, Qwen subset).
-EXTRA_BUFFER_ARCHS = frozenset([
-    'Qwen3NextForCausalLM', 'Qwen3_5ForConditionalGeneration', 'Qwen3_5MoeForConditionalGeneration',
-    'Qwen3_5ForCausalLM', 'Qwen3_5MoeForCausalLM',
-])
-# Multimodal archs that keep the breakable prefill CUDA graph (model_config.py allowlist, Qwen subset).
-BREAKABLE_GRAPH_MULTIMODAL_ARCHS = frozenset(['Qwen3_5ForConditionalGeneration', 'Qwen3_5MoeForConditionalGeneration'])
-
-SPEC_DEFAULT_MAX_RUNNING = 48            # speculative_hook._handle_eagle_family
-SPEC_AUTO_PARAMS = (3, 1, 4)             # _auto_choose_speculative_params fallback: steps, topk, draft tokens
-MAMBA_BASE_RATIO = 3                     # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
-MAMBA_FULL_MEMORY_RATIO = 0.9            # --mamba-full-memory-ratio default
-MAMBA_TRACK_INTERVAL = 256               # --mamba-track-interval default
-FLA_CHUNK_SIZE = 64
-MAX_PREFILL_TOKENS = 16384               # --max-prefill-tokens default
 
 
 class SglangRuleError(ValueError):
     """An input SGLang itself would reject; the message quotes SGLang where it has one."""
 
 
-def rules_for(version):
-    """Return (version, rule dict) for an SGLang version string, or raise SglangRuleError."""
-    version = str(version or NEWEST_RULES).strip()
-    if version.startswith('v'):
-        version = version[1:]
-    family = RULES_BY_VERSION.get(version)
-    if family is None:
-        raise SglangRuleError('no planner rules recorded for sglang %s; known: %s (read the memory planner of that '
-                              'release and add it to sglang_defaults.RULES_BY_VERSION)'
-                              % (version, ', '.join(sorted(RULES_BY_VERSION))))
-    rules = dict(_FAMILY[family])
-    rules['family'] = family
-    rules['version'] = version
-    return version, rules
-
-
-def capacity_defaults(rules, gpu_mem_mib, tp_size):
+def capacity_defaults(release, gpu_mem_mib, tp_size):
     """chunked_prefill_size and decode CUDA-graph max_bs SGLang picks from memory.total (MiB) and TP size."""
+    planner = release['planner']
     if gpu_mem_mib is None:
-        return 4096, 160
-    for limit_gib, chunk, bs_small, bs_large in rules['buckets']:
+        return planner['unknown_gpu']['chunked_prefill_size'], planner['unknown_gpu']['cuda_graph_max_bs']
+    for limit_gib, chunk, bs_small, bs_large in planner['buckets']:
         if limit_gib is None or gpu_mem_mib < limit_gib * 1024:
             return chunk, (bs_small if tp_size < 4 else bs_large)
-    raise AssertionError('unreachable')
+    raise AssertionError('unreachable: the last bucket has no limit (sglang_release validates it)')
 
 
 def prefill_graph_sizes(max_bs):
@@ -131,14 +59,17 @@ def vlm_factor(vision_config):
     return 0.95 * dynamic
 
 
-def default_mem_fraction(rules, gpu_mem_mib, tp_size, chunked_prefill_size, decode_max_bs, prefill_graph, spec,
+def _activation_tokens(release, chunked_prefill_size):
+    if chunked_prefill_size and chunked_prefill_size > 0:
+        return max(chunked_prefill_size, 2048)
+    return max(release['defaults']['max_prefill_tokens'], 2048)
+
+
+def default_mem_fraction(release, gpu_mem_mib, tp_size, chunked_prefill_size, decode_max_bs, prefill_graph, spec,
                          multimodal, vision_config, pp_size=1):
     """The mem_fraction_static SGLang derives when the flag is unset, with the reserve that produced it (MiB)."""
-    if chunked_prefill_size and chunked_prefill_size > 0:
-        activation_tokens = max(chunked_prefill_size, 2048)
-    else:
-        activation_tokens = max(MAX_PREFILL_TOKENS, 2048)
-    reserved = 512 + activation_tokens * 1.5 + tp_size * pp_size / 8.0 * 1024
+    planner = release['planner']
+    reserved = 512 + _activation_tokens(release, chunked_prefill_size) * 1.5 + tp_size * pp_size / 8.0 * 1024
     reserved += decode_max_bs * 2
     prefill_sizes = []
     if prefill_graph and chunked_prefill_size and chunked_prefill_size > 0:
@@ -147,9 +78,9 @@ def default_mem_fraction(rules, gpu_mem_mib, tp_size, chunked_prefill_size, deco
     if gpu_mem_mib is not None and gpu_mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if spec:
-        reserved += rules['spec_reserve_mib']
+        reserved += planner['spec_reserve_mib']
     if gpu_mem_mib is None:
-        fraction = 0.95 if rules['family'] == 'configurator' else 0.88
+        fraction = planner['unknown_gpu']['mem_fraction_static']
     else:
         fraction = round((gpu_mem_mib - reserved) / float(gpu_mem_mib), 3)
     factor = vlm_factor(vision_config) if multimodal else 1.0
@@ -157,93 +88,158 @@ def default_mem_fraction(rules, gpu_mem_mib, tp_size, chunked_prefill_size, deco
                 reserved_mib=reserved, prefill_graph_sizes=len(prefill_sizes))
 
 
-def runtime_reserve_mib(gpu_mem_mib, tp_size, chunked_prefill_size, pp_size=1):
+def runtime_reserve_mib(release, gpu_mem_mib, tp_size, chunked_prefill_size, pp_size=1):
     """runtime_context.pre_capture_activation_reserve_mb: what SGLang budgets for activations outside the pools."""
-    tokens = max(chunked_prefill_size, 2048) if chunked_prefill_size and chunked_prefill_size > 0 \
-        else max(MAX_PREFILL_TOKENS, 2048)
-    reserved = 512 + tokens * 1.5 + tp_size * pp_size / 8.0 * 1024
+    reserved = 512 + _activation_tokens(release, chunked_prefill_size) * 1.5 + tp_size * pp_size / 8.0 * 1024
     if gpu_mem_mib is not None and gpu_mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return reserved
 
 
-def resolve_mamba_strategy(rules, requested, radix_cache, disable_overlap, page_size, arch, spec):
-    """Resolve auto / validate an explicit mamba strategy the way the pinned release does.
+def _refuse(out, check, message, fix):
+    out['refusals'].append(dict(check=check, message=message, fix=fix))
 
-    Returns (strategy or None when radix is off, disable_overlap_schedule, notes).
+
+def resolve_mamba_strategy(release, facts, requested='auto', radix_cache=True, disable_overlap_schedule=False,
+                           page_size=None, spec_draft_tokens=0, attention_backend=None):
+    """Resolve the mamba radix-cache strategy the way the release does, and check it the way its start-up does.
+
+    release:  sglang_release.release(); its flags (mamba_auto, the no_buffer / extra_buffer rules), defaults
+              (mamba_track_interval, fla_chunk_size) and the extra_buffer architectures (via ``facts``)
+    facts:    model_config.model_facts() of the model (arch, hybrid, extra_buffer_supported)
+    requested: the strategy asked for (auto, no_buffer, extra_buffer, extra_buffer_lazy)
+
+    Returns dict(strategy (None for a non-hybrid model or with the radix cache off), disable_overlap_schedule (after
+    the resolution), overlap_turned_off (the resolution turned it off: render --disable-overlap-schedule), notes,
+    refusals (dict(check, message (SGLang's words), fix) for every start-up validation it fails; empty when SGLang
+    starts)). Raises ReleaseError for a strategy the release does not have at all.
+
+    Rules (overrides._mamba_radix_cache_resolution, mamba_hook.validate_mamba_*; older releases server_args.py
+    _handle_mamba_radix_cache):
+    * auto on a release whose auto is extra_buffer: extra_buffer when the overlap schedule is on or page > 1 and the
+      architecture supports it, else no_buffer with the overlap schedule turned off;
+    * auto on a release whose auto is no_buffer: no_buffer (overlap turned off without MTP) - except with MTP and the
+      radix cache, which that release refuses for no_buffer (PR #19391): then extra_buffer, the fix SGLang's own
+      message names, so the default configuration starts;
+    * explicit values are validated, never changed.
     """
-    notes = []
+    flags, defaults = release['flags'], release['defaults']
+    requested = requested or 'auto'
+    if requested != 'auto':
+        if flags['mamba_flag'] is None:
+            raise ReleaseError('mamba strategy %r: sglang %s has no mamba radix-cache strategy flag'
+                               % (requested, release['version']))
+        message = check_choice(release, 'mamba_strategy', requested)
+        if message:
+            raise ReleaseError(message)
+    disable_overlap = bool(disable_overlap_schedule)
+    out = dict(requested=requested, strategy=None, disable_overlap_schedule=disable_overlap,
+               overlap_turned_off=False, notes=[], refusals=[])
+    if not facts['hybrid'] or flags['mamba_flag'] is None:
+        return out
+    arch = facts['arch']
+    flag = flags['mamba_flag']
+    spec = bool(spec_draft_tokens)
     if not radix_cache:
-        if requested == 'extra_buffer' and rules['family'] == 'apr':
-            raise SglangRuleError('mamba extra_buffer is not compatible with --disable-radix-cache Overlap scheduling '
-                                  'is already supported with no_buffer + disable_radix_cache. Please use '
-                                  '--mamba-scheduler-strategy no_buffer instead.')
-        if requested == 'extra_buffer':
-            notes.append('extra_buffer has no effect with --disable-radix-cache (no mamba radix cache)')
-        return None, disable_overlap, notes
-    strategy = requested or 'auto'
+        if requested.startswith('extra_buffer'):
+            if flags['extra_buffer_needs_radix']:
+                _refuse(out, 'mamba_extra_buffer_radix',
+                        'mamba extra_buffer is not compatible with --disable-radix-cache Overlap scheduling is already '
+                        'supported with no_buffer + disable_radix_cache. Please use %s no_buffer instead.' % flag,
+                        'Keep the radix cache on, or set mamba_strategy: auto.')
+            else:
+                out['notes'].append('%s has no effect with --disable-radix-cache (no mamba radix cache)' % requested)
+        return out
+
+    strategy = requested
+    wants_paging = page_size is not None and page_size > 1
     if strategy == 'auto':
-        if rules['auto_strategy'] == 'extra_buffer':
-            wants_paging = page_size is not None and page_size > 1
-            if (not disable_overlap or wants_paging) and arch in EXTRA_BUFFER_ARCHS:
+        if flags['mamba_auto'] == 'extra_buffer':
+            if (not disable_overlap or wants_paging) and facts['extra_buffer_supported']:
                 strategy = 'extra_buffer'
             else:
                 strategy = 'no_buffer'
+                if not disable_overlap:
+                    out['notes'].append('mamba strategy auto resolves to no_buffer for %s, which turns the overlap '
+                                        'schedule off' % arch)
                 disable_overlap = True
+        elif spec and flags['spec_radix_no_buffer'] and facts['extra_buffer_supported']:
+            strategy = 'extra_buffer'
+            out['notes'].append('sglang %s resolves mamba strategy auto to no_buffer, which it refuses with MTP and the '
+                                'radix cache; %s extra_buffer is rendered instead' % (release['version'], flag))
         else:
             strategy = 'no_buffer'
             if not spec:
                 disable_overlap = True
-    if strategy == 'extra_buffer':
-        if arch not in EXTRA_BUFFER_ARCHS:
-            raise SglangRuleError('extra_buffer is not supported for %s; use no_buffer.' % arch)
-        if page_size not in (None, 1):
-            if MAMBA_TRACK_INTERVAL % page_size != 0:
-                raise SglangRuleError('mamba_track_interval %d must be divisible by page_size %d'
-                                      % (MAMBA_TRACK_INTERVAL, page_size))
-            if max(FLA_CHUNK_SIZE, page_size) % min(FLA_CHUNK_SIZE, page_size) != 0:
-                raise SglangRuleError('For SSM models with extra buffer, either FLA_CHUNK_SIZE or page_size must be '
-                                      'divisible by the other, got FLA_CHUNK_SIZE=%d, page_size=%d'
-                                      % (FLA_CHUNK_SIZE, page_size))
-    else:
-        if rules['family'] == 'configurator':
-            if page_size not in (None, 1):
-                raise SglangRuleError('no_buffer only supports page_size=1.')
-            if not disable_overlap:
-                raise SglangRuleError('no_buffer do not support overlap schedule. Try to set '
-                                      'disable_overlap_schedule=True. (add --disable-overlap-schedule)')
-        else:
-            if page_size not in (None, 1):
-                notes.append('no_buffer with radix cache forces page_size=1')
-            if spec and rules['spec_requires_extra_buffer']:
-                raise SglangRuleError(
+    out['overlap_turned_off'] = disable_overlap and not disable_overlap_schedule
+    out['strategy'] = strategy
+    out['disable_overlap_schedule'] = disable_overlap
+
+    if strategy == 'no_buffer':
+        if spec and flags['spec_radix_no_buffer']:
+            _refuse(out, 'spec_radix_mamba',
                     'Speculative decoding for %s is not compatible with radix cache when using '
                     '--mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use '
-                    '--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.' % arch)
-    return strategy, disable_overlap, notes
+                    '--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.' % arch,
+                    'Leave mamba_strategy at auto (renders %s extra_buffer) or disable the radix cache.' % flag)
+        if flags['no_buffer_needs_no_overlap']:
+            if not disable_overlap:
+                _refuse(out, 'mamba_no_buffer_overlap',
+                        'no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.',
+                        'Set disable_overlap_schedule: true (--disable-overlap-schedule), or use the extra_buffer '
+                        'strategy.')
+            if page_size not in (None, 1):
+                _refuse(out, 'mamba_no_buffer_page', 'no_buffer only supports page_size=1.',
+                        'Drop page_size or use the extra_buffer strategy.')
+            if attention_backend == 'trtllm_mha':
+                _refuse(out, 'mamba_no_buffer_backend', 'no_buffer do not support trtllm_mha attention backend.',
+                        'Use the extra_buffer strategy or another --attention-backend.')
+        elif page_size not in (None, 1):
+            out['notes'].append('no_buffer with radix cache forces page_size=1')
+    else:
+        # extra_buffer and extra_buffer_lazy (validate_mamba_extra_buffer checks both alike).
+        track, fla = defaults['mamba_track_interval'], defaults['fla_chunk_size']
+        if not facts['extra_buffer_supported']:
+            _refuse(out, 'mamba_extra_buffer_arch', 'extra_buffer is not supported for %s; use no_buffer.' % arch,
+                    'Set mamba_strategy: no_buffer (with disable_overlap_schedule: true).')
+        if spec and track < spec_draft_tokens:
+            _refuse(out, 'mamba_track_interval', 'mamba_track_interval (%d) must be >= speculative_num_draft_tokens '
+                    '(%d).' % (track, spec_draft_tokens), 'Lower --speculative-num-draft-tokens.')
+        if page_size not in (None, 1):
+            if track % page_size != 0:
+                _refuse(out, 'mamba_page_size', 'mamba_track_interval %% page_size == 0 failed '
+                        '(mamba_track_interval=%d, page_size=%d).' % (track, page_size),
+                        'Use a page size that divides %d, e.g. 64.' % track)
+            elif max(fla, page_size) % min(fla, page_size) != 0:
+                _refuse(out, 'mamba_page_size',
+                        'For SSM models with extra buffer, either FLA_CHUNK_SIZE or page_size must be divisible by the '
+                        'other, got FLA_CHUNK_SIZE=%d, page_size=%d' % (fla, page_size),
+                        'Use --page-size 64 (the cookbook value with extra_buffer).')
+    return out
 
 
-def mamba_ratio(strategy, radix_cache, disable_overlap):
+def mamba_ratio(release, strategy, radix_cache, disable_overlap):
     """_calculate_mamba_ratio: mamba slots one running request may hold."""
     if not radix_cache:
         return 1
     extra = 0
-    if strategy == 'extra_buffer':
+    # TODO(#17): extra_buffer_lazy is sized like extra_buffer here; its own slot count is not modelled yet.
+    if strategy in ('extra_buffer', 'extra_buffer_lazy'):
         extra = 1 if disable_overlap else 2
-    return MAMBA_BASE_RATIO + extra
+    return release['defaults']['mamba_cache_ratio'] + extra
 
 
-def mamba_pool(rules, rest_gib, per_slot, ratio, spec_draft_tokens, max_running, radix_cache,
-               full_memory_ratio=MAMBA_FULL_MEMORY_RATIO):
+def mamba_pool(release, rest_gib, per_slot, ratio, spec_draft_tokens, max_running, radix_cache):
     """Size the mamba/GDN state pool from the budget left after weights (GiB).
 
-    Mirrors kv_cache_configurator._handle_max_mamba_cache (configurator) or
-    model_runner_kv_cache_mixin.handle_max_mamba_cache (apr). Returns dict with slots (max_mamba_cache_size),
+    Mirrors kv_cache_configurator._handle_max_mamba_cache (planner family with padded_mamba_pool) or
+    model_runner_kv_cache_mixin.handle_max_mamba_cache (without). Returns dict with slots (max_mamba_cache_size),
     spec_state_bytes, pool_bytes (charged) and rest_gib (left for the KV cache).
     """
+    full_memory_ratio = release['defaults']['mamba_full_memory_ratio']
     spec = bool(spec_draft_tokens)
     spec_bytes = 0.0
-    if rules['family'] == 'apr':
+    if not release['planner']['padded_mamba_pool']:
         if spec:
             spec_bytes = float(per_slot * max_running * spec_draft_tokens)
             rest_gib -= spec_bytes / GIB
@@ -284,11 +280,11 @@ def kv_tokens(rest_gib, cell_bytes, page_size):
     return tokens // page_size * page_size
 
 
-def max_running_requests(rules, tokens, context_length, requested, mamba_slots, ratio):
+def max_running_requests(release, tokens, context_length, requested, mamba_slots, ratio):
     """resolve_max_num_reqs (configurator) / _resolve_max_num_reqs (apr). Returns (value, what bound it)."""
     estimated = max(min(int(tokens / float(context_length) * 512), 4096), 2048)
     if requested is not None:
-        if rules['cap_requested_by_estimate']:
+        if release['planner']['cap_requested_by_estimate']:
             value, bound = min(requested, estimated), ('requested' if requested <= estimated else 'estimate')
         else:
             value, bound = min(requested, tokens // 2), ('requested' if requested <= tokens // 2 else 'kv_tokens')

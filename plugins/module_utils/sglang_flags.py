@@ -2,15 +2,17 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The SGLang command line and environment for a model profile, per SGLang release, as pure functions.
+"""The SGLang command line and environment for a model profile and one SGLang release, as pure functions.
 
 PRIVATE to the collection. ``render()`` turns a model profile, the VRAM plan, host facts and the role's settings
 into an argv list (full flag names only: argparse's ``allow_abbrev`` makes ``--speculative-algo`` work by accident)
-plus an environment dict, and ``preflight()`` pre-checks the start-up validations SGLang runs before it touches a
-GPU, answering with SGLang's own wording and the fix.
+plus an environment dict, and ``preflight_checks()`` pre-checks the start-up validations SGLang runs before it
+touches a GPU, answering with SGLang's own wording and the fix.
 
-Version facts come from each release's wheel on PyPI (``server_args.py``, ``environ.py``, ``arg_groups/``); only
-releases that were read are listed, anything else is refused rather than guessed.
+The release facts (flag names, environment rules, log milestones, argparse choices, defaults) are data in
+profiles/sglang_releases.yml; ``release`` is always ``sglang_release.release(table, version)``. The model facts come
+from model_config and the mamba strategy from sglang_defaults.resolve_mamba_strategy, the same functions the VRAM
+planner uses, so the plan and the command line describe the same server.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,87 +21,22 @@ __metaclass__ = type
 
 import re
 
-# The collection's pin lives in profiles/sglang.yml; this is only the newest release with recorded rules.
-NEWEST = '0.5.23'
+from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError, model_facts
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import resolve_mamba_strategy
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, check_choice
 
-_SCHEDULER = '--mamba-scheduler-strategy'
-_RADIX = '--mamba-radix-cache-strategy'
-
-# version -> rules. Keys:
-#   mamba_flag           name of the mamba radix-cache strategy flag (None: the release has neither)
-#   mamba_choices        its argparse choices
-#   mamba_auto           what "auto" resolves to for Qwen3.5 with overlap on
-#   spec_v2_env          SGLANG_ENABLE_SPEC_V2: 'required' (default False, MTP + radix needs it =1), 'default_on'
-#                        (default True, leave it), 'removed' (setting it only prints a removal warning)
-#   spec_radix_no_buffer MTP + radix cache + no_buffer raises the ValueError of PR #19391
-#   no_buffer_needs_no_overlap  an explicit no_buffer asserts --disable-overlap-schedule
-#   extra_buffer_needs_radix  extra_buffer with --disable-radix-cache is refused
-#   spec_v2_topk1        spec v2 refuses --speculative-eagle-topk > 1 on hybrid models
-#   pp_spec_message      SGLang's refusal of pipeline parallelism with speculative decoding
-#   parallel_begin       the log line before NCCL/torch.distributed init (the stall window opens here)
-#   parallel_end         ... and the line that closes it
-_APR = dict(mamba_flag=_SCHEDULER, mamba_choices=('auto', 'no_buffer', 'extra_buffer'), mamba_auto='no_buffer',
-            spec_radix_no_buffer=True, no_buffer_needs_no_overlap=False, extra_buffer_needs_radix=True,
-            spec_v2_topk1=True,
-            pp_spec_message='Pipeline parallelism is not compatible with overlap schedule, speculative decoding',
-            parallel_begin='Init torch distributed begin.', parallel_end='Init torch distributed ends.')
-_HEAD = dict(mamba_flag=_RADIX, mamba_choices=('auto', 'no_buffer', 'extra_buffer', 'extra_buffer_lazy'),
-             mamba_auto='extra_buffer', spec_v2_env='removed', spec_radix_no_buffer=False,
-             no_buffer_needs_no_overlap=True, extra_buffer_needs_radix=True,
-             # Not in 0.5.23's source (spec v2 is the only worker there); 0.5.15-0.5.22 not read for it.
-             spec_v2_topk1=False,
-             pp_spec_message='Pipeline parallelism is not compatible with overlap schedule, speculative decoding',
-             parallel_begin='Init torch distributed begin.', parallel_end='Init torch distributed ends.')
-VERSION_RULES = {
-    '0.5.9': dict(_APR, spec_v2_env='required'),
-    '0.5.10': dict(_APR, spec_v2_env='required'),
-    '0.5.11': dict(_APR, spec_v2_env='default_on'),
-    '0.5.12': dict(_APR, spec_v2_env='default_on'),
-    # 0.5.15 / 0.5.18 still accept --mamba-scheduler-strategy as a deprecated alias; the role never renders it.
-    '0.5.15': dict(_HEAD),
-    '0.5.18': dict(_HEAD),
-    # 0.5.20+: the old name is gone ("unrecognized arguments: --mamba-scheduler-strategy extra_buffer").
-    '0.5.20': dict(_HEAD),
-    '0.5.22': dict(_HEAD),
-    # 0.5.23 moved the distributed bootstrap to distributed/bootstrap.py and renamed its milestones.
-    # Its mamba hook no longer refuses extra_buffer without the radix cache, and PP + MTP has its own message
-    # (arg_groups/mamba_hook.py, arg_groups/validation_hook.py).
-    '0.5.23': dict(_HEAD, parallel_begin='Init parallel begin.', parallel_end='Init parallel ends.',
-                   extra_buffer_needs_radix=False,
-                   pp_spec_message='PP + speculative decoding (MTP) is only supported on prefill nodes '
-                                   '(disaggregation-mode=prefill)'),
-}
-
-SPEC_DEFAULT_MAX_RUNNING = 48
-MAMBA_TRACK_INTERVAL = 256
-FLA_CHUNK_SIZE = 64
-# Architectures with Gated DeltaNet (mamba-style) layers and extra_buffer support (overrides.py, Qwen subset).
-HYBRID_GDN_ARCHS = frozenset([
-    'Qwen3NextForCausalLM', 'Qwen3_5ForConditionalGeneration', 'Qwen3_5MoeForConditionalGeneration',
-    'Qwen3_5ForCausalLM', 'Qwen3_5MoeForCausalLM',
-])
-# attention_registry.py (#35080): backends hybrid GDN models may use on Blackwell.
-BLACKWELL_GDN_BACKENDS = {'12': ('triton', 'trtllm_mha', 'flashinfer'), '10': ('triton', 'trtllm_mha', 'fa4')}
+# SGLang's names for the mamba strategy flag, in any release: only the release's own may appear in extra args.
+_MAMBA_FLAG_NAMES = ('--mamba-scheduler-strategy', '--mamba-radix-cache-strategy')
+_ABBREVIATIONS = {'--speculative-algo': '--speculative-algorithm', '--tp': '--tp-size'}
+# Options rendered as `--flag value` whose value must be one of the release's choices (when it records them).
+_CHOICE_FLAGS = (('reasoning_parser', '--reasoning-parser'), ('tool_call_parser', '--tool-call-parser'),
+                 ('quantization', '--quantization'), ('kv_cache_dtype', '--kv-cache-dtype'),
+                 ('mamba_ssm_dtype', '--mamba-ssm-dtype'), ('attention_backend', '--attention-backend'))
 _API_KEY_ENV = 'SGLANG_API_KEY'
 
 
 class FlagError(ValueError):
     """Inputs the renderer cannot turn into a command line (not an SGLang start-up refusal)."""
-
-
-def rules_for(version):
-    """(version, rules) of a release; FlagError for releases whose source was not read."""
-    version = str(version or NEWEST).strip().lstrip('v')
-    if version not in VERSION_RULES:
-        raise FlagError('no flag rules recorded for sglang %s; known: %s (read that release\'s server_args.py and '
-                        'add it to sglang_flags.VERSION_RULES)' % (version, ', '.join(sorted(VERSION_RULES, key=_vkey))))
-    rules = dict(VERSION_RULES[version])
-    rules['version'] = version
-    return version, rules
-
-
-def _vkey(version):
-    return tuple(int(part) for part in re.findall(r'\d+', version))
 
 
 def _pick(*values):
@@ -108,27 +45,6 @@ def _pick(*values):
         if value is not None:
             return value
     return None
-
-
-def _text_config(model):
-    config = (model or {}).get('config') or {}
-    return config.get('text_config') or config
-
-
-def model_facts(model):
-    """Architecture facts of a model profile (profiles/models/*.yml) the flag rules need."""
-    config = (model or {}).get('config') or {}
-    text = _text_config(model)
-    archs = config.get('architectures') or text.get('architectures') or []
-    arch = archs[0] if archs else None
-    quant = (config.get('quantization_config') or {}).get('quant_method')
-    return dict(
-        arch=arch,
-        hybrid=arch in HYBRID_GDN_ARCHS or bool(text.get('linear_num_value_heads')),
-        max_context=text.get('max_position_embeddings'),
-        mtp_layers=text.get('mtp_num_hidden_layers'),
-        quantization=quant,
-    )
 
 
 def speculative_settings(model, draft_tokens=None, steps=None, topk=None, algorithm=None):
@@ -148,7 +64,7 @@ def speculative_settings(model, draft_tokens=None, steps=None, topk=None, algori
 def nccl_p2p_disable(explicit=None, verdict=None, host_p2p_trusted=None, host_sev_snp=None, tp_size=1):
     """Decide NCCL_P2P_DISABLE: (bool, reason). Explicit setting, then the gpu_p2p_check verdict, then the host."""
     if explicit is not None:
-        return bool(explicit), 'set explicitly (sglang_server_nccl_p2p_disable=%s)' % bool(explicit)
+        return bool(explicit), 'set explicitly (llmops_nccl_p2p_disable=%s)' % bool(explicit)
     if verdict == 'use_nccl_p2p_disable':
         return True, 'gpu_p2p_check verdict use_nccl_p2p_disable (P2P corrupted or hung, NCCL clean without it)'
     if verdict == 'p2p_ok':
@@ -166,23 +82,46 @@ def _check(out, name, message, fix):
     out.append(dict(check=name, message=message, fix=fix))
 
 
-def render(version, model, plan=None, host=None, server=None):
+def _facts(release, model):
+    try:
+        return model_facts((model or {}).get('config'), release['architectures'])
+    except ModelConfigError as exc:
+        raise FlagError(str(exc))
+
+
+def _choice(release, option, value):
+    """FlagError when value is not one of the release's argparse choices for option (argparse would refuse it)."""
+    try:
+        message = check_choice(release, option, value)
+    except ReleaseError as exc:
+        raise FlagError(str(exc))
+    if message:
+        raise FlagError(message)
+
+
+def render(release, model, plan=None, host=None, server=None):
     """Render the SGLang argv (without the launcher prefix) and environment.
 
-    model:  a model profile (profiles/models/*.yml parsed)
-    plan:   VRAM plan values: mem_fraction_static, max_running_requests, context_length, chunked_prefill_size,
-            page_size (vram_plan_info output; the role requests an explicit max_running_requests from it)
-    host:   gpu_indices, compute_capability, p2p_verdict, p2p_trusted, sev_snp, nnodes, node_rank, dist_init_addr
-    server: model_path, served_model_name, host, port, tp_size, and optional flag overrides (see the module doc)
+    release: sglang_release.release(table, version) (flags, choices, defaults, architectures of one release)
+    model:   a model profile (profiles/models/*.yml parsed)
+    plan:    VRAM plan values: mem_fraction_static, max_running_requests, context_length, chunked_prefill_size,
+             page_size (vram_plan_info output; the role requests an explicit max_running_requests from it)
+    host:    gpu_indices, compute_capability, p2p_verdict, p2p_trusted, sev_snp, nnodes, node_rank, dist_init_addr
+    server:  model_path, served_model_name, host, port, tp_size, and optional flag overrides (see the module doc)
 
-    Returns dict(version, argv, env, warnings, notes, preflight, speculative, nccl_p2p_disable, mamba_strategy).
-    Raises FlagError for inputs that cannot be rendered at all.
+    Returns dict(version, argv, env, warnings, notes, preflight, speculative, nccl_p2p_disable, nccl_p2p_reason,
+    mamba_strategy, rules). Raises FlagError for inputs that cannot be rendered at all (including a value that is
+    not one of the release's argparse choices).
     """
-    version, rules = rules_for(version)
+    if not isinstance(release, dict) or not release.get('flags') or not release.get('defaults'):
+        raise FlagError('release is required: sglang_release.release(table, version) of profiles/sglang_releases.yml')
+    version = release['version']
+    rules = release['flags']
+    defaults = release['defaults']
     plan = plan or {}
     host = host or {}
     server = dict(server or {})
-    facts = model_facts(model)
+    facts = _facts(release, model)
     serving = (model or {}).get('serving') or {}
     warnings, notes, preflight = [], [], []
 
@@ -200,9 +139,16 @@ def render(version, model, plan=None, host=None, server=None):
     radix = _pick(server.get('radix_cache'), True)
     page_size = _pick(server.get('page_size'), plan.get('page_size_explicit'))
     chunked = server.get('chunked_prefill_size')
-    disable_overlap = bool(server.get('disable_overlap_schedule'))
     attention_backend = server.get('attention_backend')
-    quantization = _pick(server.get('quantization'), serving.get('quantization'), facts['quantization'])
+    quantization = _pick(server.get('quantization'), serving.get('quantization'), facts['quant_method'])
+    values = dict(reasoning_parser=_pick(server.get('reasoning_parser'), serving.get('reasoning_parser')),
+                  tool_call_parser=_pick(server.get('tool_call_parser'), serving.get('tool_call_parser')),
+                  quantization=quantization, kv_cache_dtype=server.get('kv_cache_dtype'),
+                  mamba_ssm_dtype=server.get('mamba_ssm_dtype'), attention_backend=attention_backend)
+    for option, dummy in _CHOICE_FLAGS:
+        # "auto" of the dtype options renders nothing (SGLang's default), so it needs no choice of its own.
+        if values[option] and not (option in ('kv_cache_dtype', 'mamba_ssm_dtype') and values[option] == 'auto'):
+            _choice(release, option, values[option])
 
     argv = ['--model-path', str(model_path)]
     if served:
@@ -220,90 +166,44 @@ def render(version, model, plan=None, host=None, server=None):
     if quantization:
         argv += ['--quantization', str(quantization)]
     for key, flag in (('reasoning_parser', '--reasoning-parser'), ('tool_call_parser', '--tool-call-parser')):
-        value = _pick(server.get(key), serving.get(key))
-        if value:
-            argv += [flag, str(value)]
+        if values[key]:
+            argv += [flag, str(values[key])]
 
     # Speculative decoding (MTP). NEXTN 3/1/4 is also SGLang's auto choice for Qwen3.5; rendered explicitly so the
     # unit says what runs.
-    strategy = None
     if spec:
-        if facts['mtp_layers'] == 0:
-            _check(preflight, 'mtp_layers', 'The model profile declares mtp_num_hidden_layers: 0: the checkpoint has '
-                   'no MTP head for --speculative-algorithm %s.' % spec['algorithm'],
-                   'Set sglang_server_speculative_num_draft_tokens: 0 (no MTP) or use a checkpoint with MTP layers.')
+        if (facts['sized'] or facts['mtp_layers_known']) and facts['mtp_layers'] < 1:
+            _check(preflight, 'mtp_layers', 'The model profile declares no MTP layers (mtp_num_hidden_layers / '
+                   'num_nextn_predict_layers 0 or missing): the checkpoint has no MTP head for '
+                   '--speculative-algorithm %s.' % spec['algorithm'],
+                   'Set speculative_num_draft_tokens: 0 (no MTP) or use a checkpoint with MTP layers.')
+        if spec['eagle_topk'] == 1 and spec['num_draft_tokens'] != spec['num_steps'] + 1:
+            # speculative_hook._handle_eagle_family: with topk 1 the draft tokens are steps + 1 whatever is asked;
+            # the unit states what runs (and the plan plans it).
+            notes.append('with --speculative-eagle-topk 1 SGLang forces --speculative-num-draft-tokens to steps + 1: '
+                         'rendered %d instead of the %d asked for' % (spec['num_steps'] + 1, spec['num_draft_tokens']))
+            spec = dict(spec, num_draft_tokens=spec['num_steps'] + 1)
         argv += ['--speculative-algorithm', spec['algorithm'], '--speculative-num-steps', str(spec['num_steps']),
                  '--speculative-eagle-topk', str(spec['eagle_topk']),
                  '--speculative-num-draft-tokens', str(spec['num_draft_tokens'])]
-        if spec['eagle_topk'] == 1 and spec['num_draft_tokens'] != spec['num_steps'] + 1:
-            notes.append('with --speculative-eagle-topk 1 SGLang forces --speculative-num-draft-tokens to steps + 1 '
-                         '(%d)' % (spec['num_steps'] + 1))
 
-    # Hybrid GDN models: the mamba radix-cache strategy, under the name this release uses.
-    requested_strategy = server.get('mamba_strategy') or 'auto'
-    if facts['hybrid'] and radix:
-        flag = rules['mamba_flag']
-        if requested_strategy not in ('auto',) and (flag is None or requested_strategy not in rules['mamba_choices']):
-            raise FlagError('mamba strategy %r does not exist in sglang %s (choices: %s)'
-                            % (requested_strategy, version, ', '.join(rules['mamba_choices'] if flag else ())))
-        if requested_strategy == 'auto' and spec:
-            # MTP with radix cache needs extra_buffer ("MTP requires V2 mamba radix cache"); say so explicitly.
-            strategy = 'extra_buffer'
-        elif requested_strategy == 'auto':
-            strategy = None
-        else:
-            strategy = requested_strategy
-        if strategy:
-            argv += [flag, strategy]
-        resolved = strategy or rules['mamba_auto']
-        if spec and resolved != 'extra_buffer' and not resolved.startswith('extra_buffer'):
-            if rules['spec_radix_no_buffer']:
-                _check(preflight, 'spec_radix_mamba',
-                       'Speculative decoding for %s is not compatible with radix cache when using '
-                       '--mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use '
-                       '--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.' % facts['arch'],
-                       'Leave sglang_server_mamba_strategy at auto (renders %s extra_buffer) or disable the radix cache.'
-                       % rules['mamba_flag'])
-        if resolved == 'no_buffer' and rules['no_buffer_needs_no_overlap'] and not disable_overlap:
-            _check(preflight, 'mamba_no_buffer_overlap',
-                   'no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.',
-                   'Set sglang_server_disable_overlap_schedule: true, or use the extra_buffer strategy.')
-        if resolved == 'no_buffer' and page_size not in (None, 1) and rules['no_buffer_needs_no_overlap']:
-            _check(preflight, 'mamba_no_buffer_page', 'no_buffer only supports page_size=1.',
-                   'Drop sglang_server_page_size or use the extra_buffer strategy.')
-        if resolved == 'no_buffer' and attention_backend == 'trtllm_mha' and rules['no_buffer_needs_no_overlap']:
-            _check(preflight, 'mamba_no_buffer_backend', 'no_buffer do not support trtllm_mha attention backend.',
-                   'Use the extra_buffer strategy or another --attention-backend.')
-        if resolved.startswith('extra_buffer'):
-            if facts['arch'] not in HYBRID_GDN_ARCHS:
-                _check(preflight, 'mamba_extra_buffer_arch',
-                       'extra_buffer is not supported for %s; use no_buffer.' % facts['arch'],
-                       'Set sglang_server_mamba_strategy: no_buffer.')
-            if spec and MAMBA_TRACK_INTERVAL < spec['num_draft_tokens']:
-                _check(preflight, 'mamba_track_interval',
-                       'mamba_track_interval (%d) must be >= speculative_num_draft_tokens (%d).'
-                       % (MAMBA_TRACK_INTERVAL, spec['num_draft_tokens']),
-                       'Lower --speculative-num-draft-tokens.')
-            if page_size not in (None, 1):
-                if MAMBA_TRACK_INTERVAL % page_size != 0:
-                    _check(preflight, 'mamba_page_size', 'mamba_track_interval %% page_size == 0 failed '
-                           '(mamba_track_interval=%d, page_size=%d).' % (MAMBA_TRACK_INTERVAL, page_size),
-                           'Use a page size that divides 256, e.g. 64.')
-                elif max(FLA_CHUNK_SIZE, page_size) % min(FLA_CHUNK_SIZE, page_size) != 0:
-                    _check(preflight, 'mamba_page_size',
-                           'For SSM models with extra buffer, either FLA_CHUNK_SIZE or page_size must be divisible '
-                           'by the other, got FLA_CHUNK_SIZE=%d, page_size=%d' % (FLA_CHUNK_SIZE, page_size),
-                           'Use --page-size 64 (the cookbook value with extra_buffer).')
-    elif facts['hybrid'] and not radix and requested_strategy.startswith('extra_buffer') and \
-            rules['extra_buffer_needs_radix']:
-        _check(preflight, 'mamba_extra_buffer_radix',
-               'mamba extra_buffer is not compatible with --disable-radix-cache Overlap scheduling is already '
-               'supported with no_buffer + disable_radix_cache. Please use %s no_buffer instead.'
-               % (rules['mamba_flag'] or _SCHEDULER),
-               'Keep the radix cache on, or set sglang_server_mamba_strategy: auto.')
+    # Hybrid GDN models: the mamba radix-cache strategy as the release resolves it (the planner's resolution), under
+    # the name this release uses, always explicit with the radix cache on so the unit says what runs; the overlap
+    # schedule goes off when that resolution turns it off.
+    try:
+        mamba = resolve_mamba_strategy(release, facts, server.get('mamba_strategy') or 'auto', radix,
+                                       bool(server.get('disable_overlap_schedule')), page_size,
+                                       spec['num_draft_tokens'] if spec else 0, attention_backend)
+    except ReleaseError as exc:
+        raise FlagError(str(exc))
+    strategy = mamba['strategy']
+    preflight.extend(mamba['refusals'])
+    notes.extend(mamba['notes'])
+    if strategy:
+        argv += [rules['mamba_flag'], strategy]
     if not radix:
         argv += ['--disable-radix-cache']
-    if disable_overlap:
+    if mamba['disable_overlap_schedule']:
         argv += ['--disable-overlap-schedule']
 
     # Memory plan: explicit values so SGLang does not silently pick its own (48 running requests under MTP).
@@ -312,8 +212,9 @@ def render(version, model, plan=None, host=None, server=None):
         argv += ['--max-running-requests', str(int(running))]
     elif spec:
         warnings.append('no --max-running-requests: SGLang %s resets it to %d for speculative decoding ("Max running '
-                        'requests is reset to 48 for speculative decoding..."); give a plan or '
-                        'sglang_server_max_running_requests' % (version, SPEC_DEFAULT_MAX_RUNNING))
+                        'requests is reset to %d for speculative decoding..."); give a plan or '
+                        'llmops_max_running_requests' % (version, defaults['speculative_max_running_requests'],
+                                                         defaults['speculative_max_running_requests']))
     fraction = _pick(server.get('mem_fraction_static'), plan.get('mem_fraction_static'))
     if fraction is not None:
         fraction = float(fraction)
@@ -329,7 +230,7 @@ def render(version, model, plan=None, host=None, server=None):
         argv += ['--chunked-prefill-size', str(int(chunked))]
     for key, flag in (('kv_cache_dtype', '--kv-cache-dtype'), ('mamba_ssm_dtype', '--mamba-ssm-dtype'),
                       ('attention_backend', '--attention-backend')):
-        value = server.get(key)
+        value = values[key]
         if value and value != 'auto':
             argv += [flag, str(value)]
     if server.get('watchdog_timeout') is not None:
@@ -354,7 +255,7 @@ def render(version, model, plan=None, host=None, server=None):
         if len(indices) < per_node:
             _check(preflight, 'gpu_count', 'tp_size %d x pp_size %d over %d node(s) needs %d GPUs per node; '
                    'CUDA_VISIBLE_DEVICES lists %d.' % (tp, pp, nnodes, per_node, len(indices)),
-                   'List %d GPU indices in sglang_server_gpu_indices (llmops_gpu_indices) or lower the TP size.'
+                   'List %d GPU indices in llmops_gpu_indices or lower the TP size.'
                    % per_node)
     disable_p2p, p2p_reason = nccl_p2p_disable(server.get('nccl_p2p_disable'), host.get('p2p_verdict'),
                                                host.get('p2p_trusted'), host.get('sev_snp'), tp * pp)
@@ -376,15 +277,14 @@ def render(version, model, plan=None, host=None, server=None):
     extra = [str(a) for a in (serving.get('extra_args') or [])] + [str(a) for a in (server.get('extra_args') or [])]
     for arg in extra:
         if arg.startswith('--') and '=' not in arg:
-            full = arg
-            if full in ('--speculative-algo', '--tp', '--mamba-scheduler-strategy') and \
-                    not (full == '--mamba-scheduler-strategy' and rules['mamba_flag'] == _SCHEDULER):
-                raise FlagError('extra argument %s: use the full flag name (%s)' % (arg, {
-                    '--speculative-algo': '--speculative-algorithm', '--tp': '--tp-size',
-                    '--mamba-scheduler-strategy': rules['mamba_flag']}[full]))
+            if arg in _ABBREVIATIONS:
+                raise FlagError('extra argument %s: use the full flag name (%s)' % (arg, _ABBREVIATIONS[arg]))
+            if arg in _MAMBA_FLAG_NAMES and arg != rules['mamba_flag']:
+                raise FlagError('extra argument %s: use the full flag name of sglang %s (%s)'
+                                % (arg, version, rules['mamba_flag'] or 'none: the release has no mamba strategy'))
         if arg == '--api-key' or arg.startswith('--api-key='):
             raise FlagError('--api-key must not be an extra argument: it would be visible in the unit, the process '
-                            'command line and the logs; set sglang_server_api_key')
+                            'command line and the logs; set llmops_api_key (SGLANG_API_KEY)')
     argv += extra
     if server.get('extra_env'):
         for key, value in sorted(server['extra_env'].items()):
@@ -392,19 +292,22 @@ def render(version, model, plan=None, host=None, server=None):
     if rules['spec_v2_env'] == 'removed' and 'SGLANG_ENABLE_SPEC_V2' in env:
         warnings.append('SGLANG_ENABLE_SPEC_V2 was removed in sglang %s; setting it only prints a warning' % version)
 
-    preflight.extend(preflight_checks(version, rules, facts, dict(
+    preflight.extend(preflight_checks(release, facts, dict(
         tp=tp, pp=pp, nnodes=nnodes, node_rank=node_rank, served=served, page_size=page_size,
         chunked=_pick(chunked, plan.get('chunked_prefill_size')), context=context, spec=spec,
         attention_backend=attention_backend, compute_capability=host.get('compute_capability'), env=env)))
 
+    out_rules = dict((k, v) for k, v in rules.items() if k != 'mamba_choices')
+    out_rules['version'] = version
     return dict(version=version, argv=argv, env=env, warnings=warnings, notes=notes, preflight=preflight,
                 speculative=spec, nccl_p2p_disable=disable_p2p, nccl_p2p_reason=p2p_reason,
-                mamba_strategy=strategy or (rules['mamba_auto'] if facts['hybrid'] and radix else None),
-                rules=dict((k, v) for k, v in rules.items() if k != 'mamba_choices'))
+                mamba_strategy=strategy, rules=out_rules)
 
 
-def preflight_checks(version, rules, facts, s):
+def preflight_checks(release, facts, s):
     """SGLang start-up validations that need no GPU. Each: dict(check, message (SGLang's words), fix)."""
+    rules = release['flags']
+    blackwell = release['architectures']['blackwell_gdn_backends']
     out = []
     if (s['tp'] * s['pp']) % s['nnodes'] != 0:
         _check(out, 'tp_nnodes', 'tp_size must be divisible by number of nodes',
@@ -422,14 +325,14 @@ def preflight_checks(version, rules, facts, s):
         _check(out, 'chunked_prefill_page', 'chunked_prefill_size must be divisible by page_size',
                'Use a --chunked-prefill-size that is a multiple of --page-size %d (e.g. %d).'
                % (page, (int(s['chunked']) // page + 1) * page))
-    if s['context'] is not None and facts['max_context'] and int(s['context']) > int(facts['max_context']) and \
+    if s['context'] is not None and facts['context'] and int(s['context']) > int(facts['context']) and \
             s['env'].get('SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN') != '1':
         _check(out, 'context_length',
                'Warning: User-specified context_length (%d) is greater than the derived context_length (%d). This may '
                'lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ from '
                'max_position_embeddings in the model\'s config. To allow overriding this maximum, set the env var '
-               'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1' % (int(s['context']), int(facts['max_context'])),
-               'Lower sglang_server_context_length to at most %d.' % int(facts['max_context']))
+               'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1' % (int(s['context']), int(facts['context'])),
+               'Lower llmops_context_length to at most %d.' % int(facts['context']))
     spec = s['spec']
     backend = s['attention_backend']
     if spec and backend == 'trtllm_mha' and spec['eagle_topk'] > 1:
@@ -444,11 +347,11 @@ def preflight_checks(version, rules, facts, s):
     major = cc.split('.', maxsplit=1)[0] if cc else ''
     if backend == 'fa3' and major and int(major) >= 10:
         _check(out, 'fa3_blackwell', 'FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use '
-               '--attention-backend flashinfer.', 'Drop sglang_server_attention_backend or use flashinfer.')
-    if backend and facts['hybrid'] and major in BLACKWELL_GDN_BACKENDS and backend not in BLACKWELL_GDN_BACKENDS[major]:
+               '--attention-backend flashinfer.', 'Drop llmops_attention_backend or use flashinfer.')
+    if backend and facts['hybrid'] and major in blackwell and backend not in blackwell[major]:
         _check(out, 'gdn_blackwell_backend', 'Only %s backends are supported on Blackwell GPUs for hybrid GDN models'
-               % ', '.join(BLACKWELL_GDN_BACKENDS[major]),
-               'Use --attention-backend %s on SM%s0.' % (BLACKWELL_GDN_BACKENDS[major][0], major))
+               % ', '.join(blackwell[major]),
+               'Use --attention-backend %s on SM%s0.' % (blackwell[major][0], major))
     return out
 
 

@@ -30,7 +30,7 @@ SIGNATURES = (
      'strategy; the command line left it at no_buffer (auto resolves to no_buffer on SGLang <= 0.5.12).',
      'Render the strategy flag the release knows: --mamba-scheduler-strategy extra_buffer (<= 0.5.12, plus '
      'SGLANG_ENABLE_SPEC_V2=1 on 0.5.9/0.5.10) or --mamba-radix-cache-strategy extra_buffer (>= 0.5.15); the '
-     'sglang_server role does this when sglang_server_mamba_strategy is auto. Or add --disable-radix-cache.'),
+     'sglang_server role does this when llmops_mamba_strategy is auto. Or add --disable-radix-cache.'),
     ('mamba_strategy',
      [r'no_buffer do not support overlap schedule', r'no_buffer only supports page_size=1',
       r'no_buffer do not support trtllm_mha attention backend', r'extra_buffer is not supported for \S+; use no_buffer',
@@ -38,7 +38,7 @@ SIGNATURES = (
      'the mamba radix-cache strategy conflicts with the other flags',
      'SGLang >= 0.5.15 validates the mamba strategy at start-up (arg_groups/mamba_hook.py): no_buffer needs the '
      'overlap schedule off, page size 1 and no trtllm_mha; extra_buffer needs an architecture that supports it.',
-     'Leave sglang_server_mamba_strategy at auto (the role renders extra_buffer for MTP with the radix cache), or '
+     'Leave llmops_mamba_strategy at auto (the role renders extra_buffer for MTP with the radix cache), or '
      'satisfy the quoted assertion; the role\'s pre-checks refuse these combinations before the start.'),
     ('mamba_cache_memory',
      [r'Not enough GPU memory for hybrid \(mamba/linear-attention\) state cache',
@@ -90,7 +90,7 @@ SIGNATURES = (
      'the port is already in use',
      'Another process (an old server not stopped, a second instance, another service) listens on the HTTP port '
      'or on one of the ports SGLang derives from it (port + 233 ... for ZMQ, the NCCL port).',
-     'Find it with `ss -ltnp` (sport = :<port>) and stop it, or choose another sglang_server_port; two instances '
+     'Find it with `ss -ltnp` (sport = :<port>) and stop it, or choose another llmops_http_port; two instances '
      'on one host need ports at least 300 apart.'),
     ('invalid_argument',
      [r'error: unrecognized arguments: .*', r'error: argument --\S+: invalid choice: .*',
@@ -112,14 +112,14 @@ SIGNATURES = (
      'NCCL could not set up the TP group: broken P2P between the GPUs (IOMMU/ACS/SEV-SNP), /dev/shm, or a '
      'network interface problem between nodes.',
      'Run llmops.inference.gpu_p2p_check on the host; with verdict use_nccl_p2p_disable set '
-     'sglang_server_nccl_p2p_disable: true (NCCL_P2P_DISABLE=1 and --disable-custom-all-reduce).'),
+     'llmops_nccl_p2p_disable: true (NCCL_P2P_DISABLE=1 and --disable-custom-all-reduce).'),
     ('model_not_found',
      [r'is not a local folder and is not a valid model identifier', r"Can't load the configuration of",
       r'does not appear to have a file named config\.json', r"We couldn't connect to 'https://huggingface\.co'"],
      'the model could not be loaded from --model-path',
      'The checkpoint directory is missing, incomplete or unreadable for the service user, and SGLang tried the '
      'Hub instead.',
-     'Download it with the hf_model role (playbooks/hf_model.yml) and make sglang_server_model_path point at it; '
+     'Download it with the hf_model role (playbooks/hf_model.yml) and make llmops_model_path point at it; '
      'check that the service user can read it.'),
     ('cuda_unavailable',
      [r'Found no NVIDIA driver on your system', r'No CUDA GPUs are available', r'libcuda\.so\.1: cannot open shared',
@@ -127,7 +127,7 @@ SIGNATURES = (
      'no usable GPU in the service',
      'The service cannot open the GPUs: device nodes missing (/dev/nvidia-uvm is created on demand), not allowed '
      'by the unit\'s DevicePolicy/DeviceAllow or the LXC cgroup, or CUDA_VISIBLE_DEVICES lists absent indices.',
-     'Check `ls -l /dev/nvidia*` inside the container, the LXC devN/cgroup lines and sglang_server_gpu_indices; '
+     'Check `ls -l /dev/nvidia*` inside the container, the LXC devN/cgroup lines and llmops_gpu_indices; '
      'create /dev/nvidia-uvm before start (nvidia-modprobe -c0 -u, or nvidia-persistenced).'),
     ('warmup_failed',
      [r'Initialization failed\. warmup error'],
@@ -167,9 +167,9 @@ STALL_CAUSE = ('No log line and no GPU memory growth since "Init ... begin": the
                'torch.distributed initialisation. On PCIe GPUs behind an IOMMU with ACS or SEV-SNP, NCCL P2P hangs '
                'or silently corrupts (NVIDIA/nccl#1999, #2079; rtx6kpro#15); SGLang waits up to its watchdog timeout.')
 STALL_FIX = ('Run llmops.inference.gpu_p2p_check on the host; with verdict use_nccl_p2p_disable set '
-             'sglang_server_nccl_p2p_disable: true (the role renders NCCL_P2P_DISABLE=1 and '
+             'llmops_nccl_p2p_disable: true (the role renders NCCL_P2P_DISABLE=1 and '
              '--disable-custom-all-reduce). For more detail start once with NCCL_DEBUG=INFO '
-             '(sglang_server_environment) and look for "via P2P/..." vs "via SHM/...". Multi-node: check '
+             '(llmops_environment) and look for "via P2P/..." vs "via SHM/...". Multi-node: check '
              '--dist-init-addr reachability and NCCL_SOCKET_IFNAME.')
 
 _SECRET_PATTERNS = (

@@ -4,9 +4,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """VRAM fit planner: predict SGLang's own memory plan for a hybrid (GDN + attention) model before any download.
 
-PRIVATE to the collection. Pure functions, stdlib only. The SGLang rules live in sglang_defaults; this file turns a
-config.json (or the architecture facts of a model profile) plus a GPU into the numbers SGLang logs at start-up
-("Mamba Cache is allocated. max_mamba_cache_size", "KV Cache is allocated. #tokens", "max_running_requests").
+PRIVATE to the collection. Pure functions, stdlib only. The SGLang rules live in sglang_defaults and the release facts
+in profiles/sglang_releases.yml (``plan(release=sglang_release.release(table, version), ...)``); the model facts come
+from model_config. This file turns a config.json (or the architecture facts of a model profile) plus a GPU into the
+numbers SGLang logs at start-up ("Mamba Cache is allocated. max_mamba_cache_size", "KV Cache is allocated. #tokens",
+"max_running_requests").
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,11 +18,10 @@ __metaclass__ = type
 import json
 import os
 
+from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError
+from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts as _model_facts
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import (
-    BREAKABLE_GRAPH_MULTIMODAL_ARCHS,
     GIB,
-    SPEC_AUTO_PARAMS,
-    SPEC_DEFAULT_MAX_RUNNING,
     SglangRuleError,
     capacity_defaults,
     default_mem_fraction,
@@ -30,16 +31,14 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults i
     max_running_requests,
     min_viable_mem_fraction,
     resolve_mamba_strategy,
-    rules_for,
     runtime_reserve_mib,
 )
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, check_choice
 
 MIB = 1 << 20
-DTYPE_BYTES = {'float32': 4, 'float': 4, 'bfloat16': 2, 'float16': 2, 'half': 2, 'fp8_e4m3': 1, 'fp8_e5m2': 1}
-KV_DTYPES = ('auto', 'bfloat16', 'fp8_e4m3', 'fp8_e5m2')
-# Archs SGLang treats as multimodal (model_config.multimodal_model_archs, Qwen subset).
-MULTIMODAL_ARCHS = frozenset(['Qwen3_5ForConditionalGeneration', 'Qwen3_5MoeForConditionalGeneration',
-                              'Qwen3VLForConditionalGeneration', 'Qwen3VLMoeForConditionalGeneration'])
+# Bytes per element the planner knows; a dtype the release accepts but this table lacks is refused, not guessed.
+DTYPE_BYTES = {'float32': 4, 'float': 4, 'bfloat16': 2, 'bf16': 2, 'float16': 2, 'half': 2, 'fp8_e4m3': 1,
+               'fp8_e5m2': 1}
 DEFAULT_STARTUP_OVERHEAD_GIB = 1.2   # driver reservation + CUDA context + NCCL before weights load
 DEFAULT_RUNTIME_OVERHEAD_GIB = 0.05  # allocated between "Load weight end" and pool sizing; not in the logs
 DEFAULT_MIN_HEADROOM_GIB = 4.0
@@ -79,74 +78,19 @@ def read_model_path(model_path):
     return config, (int(total) if total is not None else None), sorted((index.get('weight_map') or {}).keys())
 
 
-def _get(text, root, key, default=None):
-    if key in text and text[key] is not None:
-        return text[key]
-    if key in root and root[key] is not None:
-        return root[key]
-    return default
-
-
-def model_facts(config):
-    """Normalise a (possibly multimodal, nested ``text_config``) HF config into the facts the planner needs."""
+def sized_facts(config, release):
+    """model_config.model_facts() of a config the planner can size; PlanError otherwise."""
     if not isinstance(config, dict) or not config:
         raise PlanError('model_config must be a non-empty dict (a config.json or the config section of a profile)')
-    text = config.get('text_config') or config
-    arch = (config.get('architectures') or text.get('architectures') or ['unknown'])[0]
     try:
-        hidden = int(_get(text, config, 'hidden_size'))
-        layers = int(_get(text, config, 'num_hidden_layers'))
-        heads = int(_get(text, config, 'num_attention_heads'))
-    except (TypeError, ValueError):
-        raise PlanError('model_config lacks hidden_size / num_hidden_layers / num_attention_heads (arch %s)' % arch)
-    kv_heads = int(_get(text, config, 'num_key_value_heads', heads))
-    head_dim = int(_get(text, config, 'head_dim', hidden // heads))
-    interval = _get(text, config, 'full_attention_interval')
-    layer_types = _get(text, config, 'layer_types')
-    linear_v_heads = _get(text, config, 'linear_num_value_heads')
-    if linear_v_heads and interval:
-        # Qwen3NextConfig.layers_block_type: SGLang derives the layout from full_attention_interval.
-        full_ids = [i for i in range(layers) if (i + 1) % int(interval) == 0]
-    elif linear_v_heads and layer_types:
-        full_ids = [i for i, kind in enumerate(layer_types) if kind in ('full_attention', 'attention')]
-    else:
-        full_ids = list(range(layers))
-    hybrid = bool(linear_v_heads) and len(full_ids) < layers
-    experts = int(_get(text, config, 'num_experts', 0) or 0)
-    quant = _get(text, config, 'quantization_config') or {}
-    vision = config.get('vision_config')
-    mtp_layers = _get(text, config, 'mtp_num_hidden_layers')
-    nextn = _get(text, config, 'num_nextn_predict_layers')
-    facts = dict(
-        arch=arch,
-        model_type=config.get('model_type') or text.get('model_type'),
-        hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
-        v_head_dim=int(_get(text, config, 'v_head_dim', head_dim)),
-        attn_output_gate=bool(_get(text, config, 'attn_output_gate', False)),
-        full_layer_ids=full_ids, n_full=len(full_ids), n_linear=layers - len(full_ids) if hybrid else 0,
-        hybrid=hybrid,
-        lin_k_heads=int(_get(text, config, 'linear_num_key_heads', 0) or 0),
-        lin_v_heads=int(linear_v_heads or 0),
-        lin_k_dim=int(_get(text, config, 'linear_key_head_dim', 0) or 0),
-        lin_v_dim=int(_get(text, config, 'linear_value_head_dim', 0) or 0),
-        conv_kernel=int(_get(text, config, 'linear_conv_kernel_dim', 4) or 4),
-        experts=experts,
-        top_k=int(_get(text, config, 'num_experts_per_tok', 0) or 0),
-        moe_inter=int(_get(text, config, 'moe_intermediate_size', 0) or 0),
-        shared_inter=int(_get(text, config, 'shared_expert_intermediate_size', 0) or 0),
-        dense_inter=int(_get(text, config, 'intermediate_size', 0) or 0),
-        vocab=int(_get(text, config, 'vocab_size', 0) or 0),
-        tied=bool(_get(text, config, 'tie_word_embeddings', False)),
-        context=int(_get(text, config, 'max_position_embeddings', 0) or 0),
-        ssm_dtype=_get(text, config, 'mamba_ssm_dtype', 'float32'),
-        dtype=str(_get(text, config, 'dtype', _get(text, config, 'torch_dtype', 'bfloat16'))).replace('torch.', ''),
-        quant_method=quant.get('quant_method') if isinstance(quant, dict) else None,
-        kv_cache_quant_algo=quant.get('kv_cache_quant_algo') if isinstance(quant, dict) else None,
-        mtp_layers=int(mtp_layers if mtp_layers is not None else (nextn or 0)),
-        nextn_in_config=nextn is not None,
-        vision=vision if isinstance(vision, dict) else None,
-        multimodal=arch in MULTIMODAL_ARCHS or isinstance(vision, dict),
-    )
+        facts = _model_facts(config, release['architectures'])
+    except ModelConfigError as exc:
+        raise PlanError(str(exc))
+    if facts['missing']:
+        raise PlanError('model_config lacks %s (arch %s)' % (' / '.join(facts['missing']), facts['arch']))
+    if facts['hybrid'] and not facts['n_linear']:
+        raise PlanError('%s is a hybrid GDN architecture but model_config has no linear-attention layers '
+                        '(linear_num_value_heads with full_attention_interval or layer_types)' % facts['arch'])
     return facts
 
 
@@ -297,15 +241,20 @@ def kv_cell_bytes(f, tp, kv_bytes, draft_layers_in_budget):
     return cell, draft
 
 
-def resolve_kv_bytes(f, kv_cache_dtype):
+def resolve_kv_bytes(release, f, kv_cache_dtype):
+    """(dtype, bytes per element) of the KV cache: the release's choices, then the sizes this planner knows."""
     kv_cache_dtype = kv_cache_dtype or 'auto'
-    if kv_cache_dtype not in KV_DTYPES:
-        raise PlanError('kv_cache_dtype %s is not one of %s' % (kv_cache_dtype, ', '.join(KV_DTYPES)))
+    message = check_choice(release, 'kv_cache_dtype', kv_cache_dtype)
+    if message:
+        raise PlanError(message)
     if kv_cache_dtype == 'auto':
         # kv_cache_dtype.configure_kv_cache_dtype: a checkpoint with kv_cache_quant_algo FP8 gets an fp8 cache.
         if str(f['kv_cache_quant_algo'] or '').upper() == 'FP8':
             return 'fp8_e4m3', 1
         return f['dtype'] if f['dtype'] in DTYPE_BYTES else 'bfloat16', DTYPE_BYTES.get(f['dtype'], 2)
+    if kv_cache_dtype not in DTYPE_BYTES:
+        raise PlanError('kv_cache_dtype %s: sglang %s accepts it, but the planner knows no byte size for it (known: %s)'
+                        % (kv_cache_dtype, release['version'], ', '.join(sorted(DTYPE_BYTES))))
     return kv_cache_dtype, DTYPE_BYTES[kv_cache_dtype]
 
 
@@ -314,7 +263,7 @@ def resolve_kv_bytes(f, kv_cache_dtype):
 # --------------------------------------------------------------------------------------------------------------
 
 PLAN_DEFAULTS = dict(
-    model_config=None, gpu_memory_mib=None, gpu_profile=None, tp_size=None, sglang_version=None,
+    model_config=None, gpu_memory_mib=None, gpu_profile=None, tp_size=None, release=None,
     mem_fraction_static=None, context_length=None, max_running_requests=None, speculative_num_draft_tokens=0,
     speculative_num_steps=None, mamba_ssm_dtype=None, kv_cache_dtype='auto', page_size=None, radix_cache=True,
     mamba_strategy='auto', disable_overlap_schedule=False, chunked_prefill_size=None, weights_bytes=None,
@@ -324,12 +273,12 @@ PLAN_DEFAULTS = dict(
 )
 
 
-def _spec_params(num_draft, num_steps):
+def _spec_params(release, num_draft, num_steps):
     """(steps, draft tokens) after SGLang's topk=1 adjustment; (0, 0) without MTP."""
     if not num_draft and not num_steps:
         return 0, 0
     if num_steps is None:
-        num_steps = num_draft - 1 if num_draft else SPEC_AUTO_PARAMS[0]
+        num_steps = num_draft - 1 if num_draft else release['defaults']['speculative_auto_params'][0]
     if num_steps < 1:
         raise PlanError('speculative_num_steps must be >= 1 with MTP (got %s)' % num_steps)
     # _handle_eagle_family: with topk == 1 draft tokens are forced to steps + 1.
@@ -343,15 +292,20 @@ def plan(**kwargs):
         raise PlanError('unknown planner inputs: %s' % ', '.join(sorted(unknown)))
     p = dict(PLAN_DEFAULTS)
     p.update(dict((k, v) for k, v in kwargs.items() if v is not None))
+    if not isinstance(p['release'], dict) or not p['release'].get('planner') or not p['release'].get('flags'):
+        raise PlanError('release is required: sglang_release.release(table, version) of profiles/sglang_releases.yml')
     try:
         return _plan(p)
     except SglangRuleError as exc:
         raise PlanError(str(exc), kind='sglang')
+    except ReleaseError as exc:
+        raise PlanError(str(exc))
 
 
 def _plan(p):
-    version, rules = rules_for(p['sglang_version'])
-    facts = model_facts(p['model_config'])
+    release = p['release']
+    rules = release['planner']
+    facts = sized_facts(p['model_config'], release)
     profile = p['gpu_profile'] or {}
     tp = p['tp_size']
     if not tp:
@@ -362,7 +316,7 @@ def _plan(p):
     gpu_mem = float(gpu_mem)
     check_tp(facts, tp)
 
-    steps, draft_tokens = _spec_params(p['speculative_num_draft_tokens'], p['speculative_num_steps'])
+    steps, draft_tokens = _spec_params(release, p['speculative_num_draft_tokens'], p['speculative_num_steps'])
     spec = draft_tokens > 0
     if spec and facts['mtp_layers'] < 1:
         raise PlanError('MTP requested (speculative_num_draft_tokens=%d) but %s has no MTP layers '
@@ -373,10 +327,14 @@ def _plan(p):
         raise PlanError('MTP requested but the safetensors index of the checkpoint has no mtp.* tensors '
                         '(the MTP head was stripped, e.g. by quantization)', kind='mtp')
 
+    if p['mamba_ssm_dtype'] is not None:
+        message = check_choice(release, 'mamba_ssm_dtype', p['mamba_ssm_dtype'])
+        if message:
+            raise PlanError(message)
     ssm_dtype = p['mamba_ssm_dtype'] or facts['ssm_dtype'] or 'float32'
     if ssm_dtype not in ('float32', 'bfloat16', 'float16'):
         raise PlanError('mamba_ssm_dtype must be float32, bfloat16 or float16, got %s' % ssm_dtype)
-    kv_dtype, kv_bytes = resolve_kv_bytes(facts, p['kv_cache_dtype'])
+    kv_dtype, kv_bytes = resolve_kv_bytes(release, facts, p['kv_cache_dtype'])
     context = int(p['context_length'] or facts['context'] or 0)
     if context <= 0:
         raise PlanError('context_length unknown: give context_length or max_position_embeddings in the config')
@@ -386,38 +344,40 @@ def _plan(p):
 
     # --- server-argument resolution (memory_hook / speculative_hook / overrides) -------------------------------
     sm_major = int(str(profile.get('compute_capability', '0')).split('.', maxsplit=1)[0] or 0)
-    chunk, decode_bs = capacity_defaults(rules, gpu_mem, tp)
+    chunk, decode_bs = capacity_defaults(release, gpu_mem, tp)
     if p['chunked_prefill_size'] is not None:
         chunk = p['chunked_prefill_size']
     if p['max_running_requests'] is not None and decode_bs > p['max_running_requests']:
         decode_bs = p['max_running_requests']
-    disable_overlap = bool(p['disable_overlap_schedule'])
     page_size = p['page_size']
     radix = bool(p['radix_cache'])
-    requested_strategy = p['mamba_strategy'] if p['mamba_strategy'] != 'auto' else None
-    strategy, notes = None, []
-    if facts['hybrid']:
-        strategy, disable_overlap, notes = resolve_mamba_strategy(rules, requested_strategy, radix, disable_overlap,
-                                                                  page_size, facts['arch'], spec)
+    # The one resolution the renderer uses too (sglang_flags.render writes its result on the command line).
+    mamba = resolve_mamba_strategy(release, facts, p['mamba_strategy'], radix, p['disable_overlap_schedule'],
+                                   page_size, draft_tokens)
+    if mamba['refusals']:
+        first = mamba['refusals'][0]
+        raise SglangRuleError('%s (fix: %s)' % (first['message'], first['fix']))
+    strategy, disable_overlap, notes = mamba['strategy'], mamba['disable_overlap_schedule'], list(mamba['notes'])
     if page_size is None:
         page_size = 1
         # model_overrides/qwen3_5.py: on SM100 the default backend becomes trtllm_mha with page 64 unless
         # (no extra_buffer and radix on and no spec).
-        if (rules['family'] == 'configurator' and sm_major == 10 and facts['hybrid']
-                and not (strategy != 'extra_buffer' and radix and not spec)):
-            page_size = 64
-            notes.append('SM100: attention backend trtllm_mha, page_size 64 (SGLang default for Qwen3.5)')
+        sm100_page = rules['sm100_hybrid_page_size']
+        if (sm100_page and sm_major == 10 and facts['hybrid']
+                and not (strategy not in ('extra_buffer', 'extra_buffer_lazy') and radix and not spec)):
+            page_size = sm100_page
+            notes.append('SM100: attention backend trtllm_mha, page_size %d (SGLang default for Qwen3.5)' % sm100_page)
     multimodal = facts['multimodal'] and not p['language_only']
-    prefill_graph = (rules['prefill_graph_term']
-                     and (not facts['multimodal'] or facts['arch'] in BREAKABLE_GRAPH_MULTIMODAL_ARCHS))
-    heuristic = default_mem_fraction(rules, gpu_mem, tp, chunk, decode_bs, prefill_graph, spec, multimodal,
+    prefill_graph = (rules['prefill_graph_term'] and (
+        not facts['multimodal'] or facts['arch'] in release['architectures']['breakable_graph_multimodal']))
+    heuristic = default_mem_fraction(release, gpu_mem, tp, chunk, decode_bs, prefill_graph, spec, multimodal,
                                      facts['vision'])
     frac = p['mem_fraction_static'] if p['mem_fraction_static'] is not None else heuristic['mem_fraction_static']
     if not 0 < frac < 1:
         raise PlanError('mem_fraction_static must be between 0 and 1, got %s' % frac)
     requested_running = p['max_running_requests']
     if requested_running is None and spec:
-        requested_running = SPEC_DEFAULT_MAX_RUNNING
+        requested_running = release['defaults']['speculative_max_running_requests']
 
     # --- memory before / after loading -------------------------------------------------------------------------
     counts = param_counts(facts)
@@ -463,21 +423,21 @@ def _plan(p):
 
     # --- mamba pool, then KV -----------------------------------------------------------------------------------
     slot = mamba_slot_bytes(facts, tp, ssm_dtype)
-    ratio = mamba_ratio(strategy, radix, disable_overlap) if facts['hybrid'] else None
+    ratio = mamba_ratio(release, strategy, radix, disable_overlap) if facts['hybrid'] else None
     pool = None
     if facts['hybrid']:
-        pool = mamba_pool(rules, rest, slot['per_slot'], ratio, draft_tokens, requested_running, radix)
+        pool = mamba_pool(release, rest, slot['per_slot'], ratio, draft_tokens, requested_running, radix)
         rest_kv = pool['rest_gib']
     else:
         rest_kv = rest
     # EAGLE draft KV is budgeted only when the target config names its draft layers (spec_aux_hidden_state.py);
     # Qwen3.5 configs carry mtp_num_hidden_layers, which SGLang does not read, so the draft pool lands in headroom.
-    draft_in_budget = 1 if (spec and rules['family'] == 'configurator' and facts['nextn_in_config']) else 0
+    draft_in_budget = 1 if (spec and rules['draft_kv_in_budget'] and facts['nextn_in_config']) else 0
     cell, draft_cell = kv_cell_bytes(facts, tp, kv_bytes, draft_in_budget)
     tokens = kv_tokens(rest_kv, cell + draft_cell, page_size)
     if tokens <= 0:
         raise PlanError('no KV cache tokens left after the mamba pool (rest %.2f GiB)' % rest_kv, kind='weights')
-    running, running_bound = max_running_requests(rules, tokens, context, requested_running,
+    running, running_bound = max_running_requests(release, tokens, context, requested_running,
                                                   pool['slots'] if pool else None, ratio)
     if p['max_running_requests'] is None and spec and running_bound == 'requested':
         running_bound = 'speculative_default'
@@ -492,10 +452,10 @@ def _plan(p):
     static_gib = ((k_bytes + v_bytes + draft_kv_bytes + req_to_token) / float(GIB) + mm_reserve
                   + ((pool['pool_bytes'] + pool['spec_state_bytes']) / float(GIB) if pool else 0.0))
     headroom = available - static_gib - (0.0 if draft_in_after else w['draft'] / GIB)
-    reserve = runtime_reserve_mib(gpu_mem, tp, chunk) / 1024.0
+    reserve = runtime_reserve_mib(release, gpu_mem, tp, chunk) / 1024.0
 
     result = dict(
-        sglang_version=version, sglang_rules=rules['family'], arch=facts['arch'], tp_size=tp,
+        sglang_version=release['version'], sglang_rules=rules['family'], arch=facts['arch'], tp_size=tp,
         gpu_memory_mib=int(gpu_mem),
         mem_fraction_static=round(frac, 4),
         mem_fraction_static_source='input' if p['mem_fraction_static'] is not None else 'sglang default',
@@ -589,8 +549,8 @@ def limits(result):
                      % (running, result['mamba_cache_slots'], result['mamba_slots_per_request'],
                         result['mamba_strategy'] or 'radix off'))
     elif bound == 'speculative_default':
-        lines.append('max_running_requests %d is SGLang\'s speculative-decoding default (reset to 48 when '
-                     '--max-running-requests is unset)' % running)
+        lines.append('max_running_requests %d is SGLang\'s speculative-decoding default (reset to %d when '
+                     '--max-running-requests is unset)' % (running, running))
     elif bound == 'kv_tokens':
         lines.append('max_running_requests %d is capped by KV tokens // 2' % running)
     elif bound == 'estimate':
@@ -665,9 +625,10 @@ def recommend(inputs, base):
                 mamba_ssm_dtype='bfloat16')
     if inputs.get('max_running_requests') is None and base['speculative']['enabled']:
         cap = base['mamba_cache_slots'] // base['mamba_slots_per_request'] if base['mamba_cache_slots'] else None
-        if cap and cap > SPEC_DEFAULT_MAX_RUNNING:
-            attempt(['--max-running-requests', str(cap)], 'MTP silently resets max_running_requests to 48; the mamba '
-                    'pool has slots for %d' % cap, max_running_requests=cap)
+        spec_default = inputs['release']['defaults']['speculative_max_running_requests']
+        if cap and cap > spec_default:
+            attempt(['--max-running-requests', str(cap)], 'MTP silently resets max_running_requests to %d; the mamba '
+                    'pool has slots for %d' % (spec_default, cap), max_running_requests=cap)
         elif cap:
             rec = attempt(['--max-running-requests', str(cap)], 'state the real cap: an explicit value also shrinks '
                           'the CUDA-graph reserve SGLang subtracts from its default --mem-fraction-static',

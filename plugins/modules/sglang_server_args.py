@@ -15,13 +15,18 @@ version_added: 0.1.0
 description:
   - Turns a model profile (C(profiles/models/*.yml)), the VRAM plan (M(llmops.inference.vram_plan_info) output), host
     facts (GPU indices, the P2P verdict of M(llmops.inference.gpu_p2p_check), the host profile) and serving settings
-    into the SGLang argv and environment, with the rules of the SGLang release in O(sglang_version).
+    into the SGLang argv and environment, with the rules of the SGLang release O(sglang_version) of the release
+    table O(sglang_releases).
   - Full flag names only (C(--speculative-algorithm), never the prefix C(--speculative-algo)); MTP as NEXTN with the
-    profile's steps/topk/draft tokens; on hybrid GDN models with MTP and the radix cache the mamba strategy flag under
-    the name the release uses (C(--mamba-scheduler-strategy) up to 0.5.12, C(--mamba-radix-cache-strategy) from
-    0.5.15) and C(SGLANG_ENABLE_SPEC_V2=1) only on releases whose default is off (0.5.9, 0.5.10); an explicit
+    profile's steps/topk/draft tokens; on hybrid GDN models with the radix cache the mamba strategy the release
+    resolves (the same resolution M(llmops.inference.vram_plan_info) plans with), always explicit, under the name the
+    release uses (C(--mamba-scheduler-strategy) up to 0.5.12, C(--mamba-radix-cache-strategy) from 0.5.15), plus
+    C(--disable-overlap-schedule) when that resolution turns the overlap schedule off; C(SGLANG_ENABLE_SPEC_V2=1) only
+    on releases whose default is off (0.5.9, 0.5.10); an explicit
     C(--max-running-requests) so speculative decoding does not reset it to 48; C(CUDA_VISIBLE_DEVICES) as numeric
     indices; C(NCCL_P2P_DISABLE=1) plus C(--disable-custom-all-reduce) when the P2P verdict or the host says so.
+  - Checks every value with argparse choices (parsers, quantization, KV and SSM dtypes, attention backend, mamba
+    strategy) against the release's own choices in C(profiles/sglang_releases.yml).
   - Pre-checks the start-up validations SGLang runs without a GPU (tp vs nnodes, chunked prefill vs page size, served
     name without C(:), MTP + radix + mamba strategy, context length vs the model maximum, backend rules) and, with
     O(validate_with_parser), parses the command line with the real parser of the installed release. A refused
@@ -34,8 +39,16 @@ extends_documentation_fragment:
   - llmops.inference.attributes
   - llmops.inference.attributes.read_only
 options:
+  sglang_releases:
+    description:
+      - The SGLang release table, C(profiles/sglang_releases.yml) parsed
+        (C(lookup('ansible.builtin.file', 'profiles/sglang_releases.yml') | from_yaml)).
+      - Its entry for O(sglang_version) gives the flag rules, the argparse choices and the defaults; a release without
+        planner or flag rules there is refused with what to read and where to add it.
+      - Required unless O(argv) is given.
+    type: dict
   sglang_version:
-    description: SGLang release whose flag rules apply (the collection pin is in C(profiles/sglang.yml)).
+    description: SGLang release whose rules apply; pass the collection's pin (C(version) of C(profiles/sglang.yml)).
     type: str
     required: true
   argv:
@@ -115,9 +128,13 @@ options:
     type: bool
     default: true
   mamba_strategy:
-    description: Mamba radix-cache strategy; V(auto) renders C(extra_buffer) when MTP is on (required) and nothing else.
+    description:
+      - Mamba radix-cache strategy; one of the release's choices in C(profiles/sglang_releases.yml)
+        (C(flags.mamba_choices)).
+      - V(auto) renders what the release resolves it to for this model, overlap schedule, page size and MTP
+        (RV(mamba_strategy)); on releases whose own auto is V(no_buffer), which refuse MTP with the radix cache and
+        V(no_buffer), V(auto) with MTP renders V(extra_buffer), the fix SGLang's message names.
     type: str
-    choices: [auto, no_buffer, extra_buffer, extra_buffer_lazy]
     default: auto
   disable_overlap_schedule:
     description: Render C(--disable-overlap-schedule).
@@ -139,13 +156,13 @@ options:
     description: C(--context-length); overrides the plan's.
     type: int
   kv_cache_dtype:
-    description: C(--kv-cache-dtype) (V(auto) renders nothing).
+    description: C(--kv-cache-dtype) (V(auto) renders nothing); one of the release's choices in C(profiles/sglang_releases.yml).
     type: str
   mamba_ssm_dtype:
-    description: C(--mamba-ssm-dtype) (V(auto) renders nothing).
+    description: C(--mamba-ssm-dtype) (V(auto) renders nothing); one of the release's choices in C(profiles/sglang_releases.yml).
     type: str
   attention_backend:
-    description: C(--attention-backend).
+    description: C(--attention-backend); one of the release's choices in C(profiles/sglang_releases.yml).
     type: str
   watchdog_timeout:
     description: C(--watchdog-timeout) seconds.
@@ -178,7 +195,8 @@ options:
     type: bool
     default: true
 notes:
-  - Releases with recorded rules - 0.5.9, 0.5.10, 0.5.11, 0.5.12, 0.5.15, 0.5.18, 0.5.20, 0.5.22, 0.5.23. Others are refused.
+  - Only releases with both flag and planner rules in C(profiles/sglang_releases.yml) are rendered; any other is
+    refused with the message of the release table (what is missing and where to add it).
 seealso:
   - module: llmops.inference.vram_plan_info
   - module: llmops.inference.gpu_p2p_check
@@ -188,15 +206,18 @@ seealso:
 EXAMPLES = r"""
 - name: Render the SGLang command line for Qwen3.5-122B-A10B on four GPUs
   llmops.inference.sglang_server_args:
-    sglang_version: "0.5.23"
+    sglang_releases: "{{ lookup('ansible.builtin.file', 'profiles/sglang_releases.yml') | from_yaml }}"
+    sglang_version: "{{ sglang_pin.version }}"
     model_profile: "{{ lookup('ansible.builtin.file', 'profiles/models/qwen3.5-122b-a10b.yml') | from_yaml }}"
     plan: "{{ plan }}"
     model_path: /shared/models/Qwen3.5-122B-A10B
     host: 0.0.0.0
     gpu_indices: ["0", "1", "2", "3"]
     p2p_verdict: use_nccl_p2p_disable
-    launcher: [/opt/sglang/venv-0.5.23/bin/python, -m, sglang.launch_server]
-    validate_with_parser: /opt/sglang/venv-0.5.23/bin/python
+    launcher: ["/opt/sglang/venv-{{ sglang_pin.version }}/bin/python", -m, sglang.launch_server]
+    validate_with_parser: "/opt/sglang/venv-{{ sglang_pin.version }}/bin/python"
+  vars:
+    sglang_pin: "{{ lookup('ansible.builtin.file', 'profiles/sglang.yml') | from_yaml }}"
   delegate_to: localhost
   register: sglang_cmd
 """
@@ -246,7 +267,9 @@ speculative:
   returned: success
   type: dict
 mamba_strategy:
-  description: The mamba strategy SGLang will run with (rendered, or the release's auto choice); null for non-hybrid models.
+  description:
+    - The mamba strategy SGLang will run with, as rendered (the release's resolution of O(mamba_strategy)); null for
+      non-hybrid models and with the radix cache off.
   returned: success
   type: str
 nccl_p2p_disable:
@@ -277,6 +300,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang_flags impo
     render,
     systemd_quote,
 )
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, release
 
 SERVER_KEYS = ('model_path', 'served_model_name', 'host', 'port', 'tp_size', 'speculative_num_draft_tokens',
                'speculative_num_steps', 'radix_cache', 'mamba_strategy', 'disable_overlap_schedule', 'page_size',
@@ -287,6 +311,7 @@ SERVER_KEYS = ('model_path', 'served_model_name', 'host', 'port', 'tp_size', 'sp
 
 def argument_spec():
     return dict(
+        sglang_releases=dict(type='dict'),
         sglang_version=dict(type='str', required=True),
         argv=dict(type='list', elements='str'),
         model_profile=dict(type='dict'),
@@ -308,8 +333,7 @@ def argument_spec():
         speculative_num_draft_tokens=dict(type='int', no_log=False),
         speculative_num_steps=dict(type='int'),
         radix_cache=dict(type='bool', default=True),
-        mamba_strategy=dict(type='str', choices=['auto', 'no_buffer', 'extra_buffer', 'extra_buffer_lazy'],
-                            default='auto'),
+        mamba_strategy=dict(type='str', default='auto'),
         disable_overlap_schedule=dict(type='bool', default=False),
         page_size=dict(type='int'),
         chunked_prefill_size=dict(type='int'),
@@ -380,15 +404,20 @@ def main():
             module.fail_json(msg='SGLang %s refuses the command line: %s' % (parsed.get('version'), parsed.get('error')),
                              parser=parsed, preflight=[])
         module.exit_json(changed=False, argv=p['argv'], parser=parsed, preflight=[])
-    if not p['model_profile'] or not p['model_path']:
-        module.fail_json(msg='model_profile and model_path are required unless argv is given', preflight=[])
+    if not p['model_profile'] or not p['model_path'] or not p['sglang_releases']:
+        module.fail_json(msg='sglang_releases, model_profile and model_path are required unless argv is given',
+                         preflight=[])
+    try:
+        rel = release(p['sglang_releases'], p['sglang_version'])
+    except ReleaseError as exc:
+        module.fail_json(msg=str(exc), preflight=[])
     server = dict((key, p[key]) for key in SERVER_KEYS)
     server['extra_env'] = p['environment']
     host = dict(gpu_indices=p['gpu_indices'], compute_capability=p['compute_capability'],
                 p2p_verdict=p['p2p_verdict'], p2p_trusted=p['nccl_p2p_trusted'], sev_snp=p['sev_snp'],
                 nnodes=p['nnodes'], node_rank=p['node_rank'], dist_init_addr=p['dist_init_addr'])
     try:
-        result = render(p['sglang_version'], p['model_profile'], plan_values(p['plan']), host, server)
+        result = render(rel, p['model_profile'], plan_values(p['plan']), host, server)
     except FlagError as exc:
         module.fail_json(msg=str(exc), preflight=[])
     command = list(p['launcher']) + result['argv']

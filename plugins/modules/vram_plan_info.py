@@ -13,7 +13,8 @@ module: vram_plan_info
 short_description: Predict the memory plan SGLang will make for a hybrid GDN/attention model, before any download
 version_added: 0.1.0
 description:
-  - Reproduces SGLang's own start-up memory planner for the release given in O(sglang_version) (default mem-fraction
+  - Reproduces SGLang's own start-up memory planner for the release O(sglang_version) of the release table
+    O(sglang_releases) (default mem-fraction
     heuristic including the multimodal factor, the mamba/GDN state pool, MTP verification states, the KV cache of the
     full-attention layers only, the 48 running-request reset under speculative decoding) and returns the numbers
     SGLang logs as C(max_mamba_cache_size), C(#tokens) and C(max_running_requests).
@@ -58,11 +59,19 @@ options:
     description: Tensor-parallel size (GPUs per server).
     type: int
     required: true
+  sglang_releases:
+    description:
+      - The SGLang release table, C(profiles/sglang_releases.yml) parsed
+        (C(lookup('ansible.builtin.file', 'profiles/sglang_releases.yml') | from_yaml)).
+      - Its entry for O(sglang_version) gives the planner rules, the argparse choices and the defaults; a release
+        without planner or flag rules there is refused with what to read and where to add it.
+    type: dict
+    required: true
   sglang_version:
     description:
-      - The SGLang release whose rules apply. Defaults to the newest release with recorded rules; pass the collection's
-        pin (C(profiles/sglang.yml)).
+      - The SGLang release whose rules apply; pass the collection's pin (C(version) of C(profiles/sglang.yml)).
     type: str
+    required: true
   mem_fraction_static:
     description: C(--mem-fraction-static). Omit for SGLang's own default for this GPU, TP size and model.
     type: float
@@ -80,13 +89,17 @@ options:
     description: C(--speculative-num-steps). Defaults to draft tokens - 1.
     type: int
   mamba_ssm_dtype:
-    description: C(--mamba-ssm-dtype). Defaults to the model config's C(mamba_ssm_dtype).
+    description:
+      - C(--mamba-ssm-dtype). Defaults to the model config's C(mamba_ssm_dtype).
+      - One of the release's choices in C(profiles/sglang_releases.yml) that the planner can size (V(float32),
+        V(bfloat16), V(float16)).
     type: str
-    choices: [float32, bfloat16]
   kv_cache_dtype:
-    description: C(--kv-cache-dtype). V(auto) follows the checkpoint (fp8 when it declares an FP8 KV quantization).
+    description:
+      - C(--kv-cache-dtype). V(auto) follows the checkpoint (fp8 when it declares an FP8 KV quantization).
+      - One of the release's choices in C(profiles/sglang_releases.yml) that the planner can size (V(auto),
+        V(bfloat16)/V(bf16), V(fp8_e4m3), V(fp8_e5m2)).
     type: str
-    choices: [auto, bfloat16, fp8_e4m3]
     default: auto
   page_size:
     description: C(--page-size). Omit for SGLang's default (1; 64 on SM100 for Qwen3.5 with MTP or extra_buffer).
@@ -96,12 +109,17 @@ options:
     type: bool
     default: true
   mamba_strategy:
-    description: C(--mamba-radix-cache-strategy) (C(--mamba-scheduler-strategy) before 0.5.15).
+    description:
+      - C(--mamba-radix-cache-strategy) (C(--mamba-scheduler-strategy) before 0.5.15); one of the release's choices
+        in C(profiles/sglang_releases.yml) (C(flags.mamba_choices)).
+      - Resolved as M(llmops.inference.sglang_server_args) resolves it (the same function), so the plan sizes the
+        pools of the server that command line starts. V(extra_buffer_lazy) is planned like V(extra_buffer).
     type: str
-    choices: [auto, no_buffer, extra_buffer]
     default: auto
   disable_overlap_schedule:
-    description: C(--disable-overlap-schedule). SGLang requires it for an explicit V(no_buffer) strategy.
+    description:
+      - C(--disable-overlap-schedule). SGLang requires it for an explicit V(no_buffer) strategy, and turns it on
+        itself when V(auto) resolves to V(no_buffer) (C(details.disable_overlap_schedule) says which).
     type: bool
     default: false
   chunked_prefill_size:
@@ -171,7 +189,8 @@ EXAMPLES = r"""
     model_config: "{{ (lookup('ansible.builtin.file', 'profiles/models/qwen3.5-122b-a10b.yml') | from_yaml).config }}"
     gpu_profile: "{{ lookup('ansible.builtin.file', 'profiles/hardware/rtx-pro-6000-blackwell-server.yml') | from_yaml }}"
     tp_size: 4
-    sglang_version: "0.5.23"
+    sglang_releases: "{{ lookup('ansible.builtin.file', 'profiles/sglang_releases.yml') | from_yaml }}"
+    sglang_version: "{{ (lookup('ansible.builtin.file', 'profiles/sglang.yml') | from_yaml).version }}"
     speculative_num_draft_tokens: 4
     speculative_num_steps: 3
   register: plan
@@ -186,6 +205,8 @@ EXAMPLES = r"""
     model_path: /shared/models/Qwen3.5-122B-A10B
     gpu_memory_mib: 97887
     tp_size: 4
+    sglang_releases: "{{ lookup('ansible.builtin.file', 'profiles/sglang_releases.yml') | from_yaml }}"
+    sglang_version: "{{ (lookup('ansible.builtin.file', 'profiles/sglang.yml') | from_yaml).version }}"
     speculative_num_draft_tokens: 4
     free_memory_before_load_gib: 93.4
     free_memory_after_load_gib: 35.2
@@ -193,10 +214,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 sglang_version:
-  description: The SGLang release whose rules were applied.
+  description: The SGLang release whose rules were applied (O(sglang_version), normalised).
   returned: success
   type: str
-  sample: "0.5.23"
+  sample: "0.5.18"
 mem_fraction_static:
   description: The fraction used (SGLang's default when not given, including the multimodal factor).
   returned: success
@@ -300,13 +321,16 @@ details:
   returned: success
   type: dict
 kind:
-  description: On failure, why - V(tp), V(mtp), V(weights), V(sglang) or V(input).
+  description:
+    - On failure, why - V(tp), V(mtp), V(weights), V(sglang), V(input) (including a value that is not one of the
+      release's choices) or V(release) (a malformed release table, or a release it lacks rules for).
   returned: failure
   type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, release
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import (
     PlanError,
     load_json,
@@ -322,7 +346,7 @@ TOP_LEVEL = ('sglang_version', 'mem_fraction_static', 'weights_gib_per_gpu', 'kv
              'mamba_bytes_per_slot', 'mamba_slots_per_request', 'mamba_cache_slots', 'spec_state_gib',
              'kv_cache_tokens', 'max_running_requests', 'max_running_requests_bound_by', 'max_context_at_concurrency',
              'headroom_gib', 'fits', 'verdict', 'limits', 'recommendations', 'decode_roofline_tok_s')
-PASSED = ('gpu_memory_mib', 'gpu_profile', 'tp_size', 'sglang_version', 'mem_fraction_static', 'context_length',
+PASSED = ('gpu_memory_mib', 'gpu_profile', 'tp_size', 'mem_fraction_static', 'context_length',
           'max_running_requests', 'speculative_num_draft_tokens', 'speculative_num_steps', 'mamba_ssm_dtype',
           'kv_cache_dtype', 'page_size', 'radix_cache', 'mamba_strategy', 'disable_overlap_schedule',
           'chunked_prefill_size', 'weights_bytes', 'free_memory_before_load_gib', 'free_memory_after_load_gib',
@@ -338,17 +362,18 @@ def argument_spec():
         gpu_memory_mib=dict(type='int'),
         gpu_profile=dict(type='dict'),
         tp_size=dict(type='int', required=True),
-        sglang_version=dict(type='str'),
+        sglang_releases=dict(type='dict', required=True),
+        sglang_version=dict(type='str', required=True),
         mem_fraction_static=dict(type='float'),
         context_length=dict(type='int'),
         max_running_requests=dict(type='int'),
         speculative_num_draft_tokens=dict(type='int', default=0, no_log=False),
         speculative_num_steps=dict(type='int'),
-        mamba_ssm_dtype=dict(type='str', choices=['float32', 'bfloat16']),
-        kv_cache_dtype=dict(type='str', choices=['auto', 'bfloat16', 'fp8_e4m3'], default='auto'),
+        mamba_ssm_dtype=dict(type='str'),
+        kv_cache_dtype=dict(type='str', default='auto'),
         page_size=dict(type='int'),
         radix_cache=dict(type='bool', default=True),
-        mamba_strategy=dict(type='str', choices=['auto', 'no_buffer', 'extra_buffer'], default='auto'),
+        mamba_strategy=dict(type='str', default='auto'),
         disable_overlap_schedule=dict(type='bool', default=False),
         chunked_prefill_size=dict(type='int'),
         weights_bytes=dict(type='int'),
@@ -368,6 +393,8 @@ def argument_spec():
 def planner_inputs(params):
     """Map module parameters onto vram_plan.plan() inputs, reading config / index files as needed."""
     inputs = dict((key, params[key]) for key in PASSED if params.get(key) is not None)
+    # The release first: a release the table cannot serve is refused before any file is read.
+    inputs['release'] = release(params['sglang_releases'], params['sglang_version'])
     config = params.get('model_config')
     if config is None and params.get('model_config_path'):
         config = load_json(params['model_config_path'])
@@ -395,6 +422,8 @@ def main():
     try:
         inputs = planner_inputs(module.params)
         result = plan_with_recommendations(**inputs)
+    except ReleaseError as exc:
+        module.fail_json(msg=str(exc), kind='release')
     except PlanError as exc:
         module.fail_json(msg=str(exc), kind=exc.kind, **exc.details)
     except (KeyError, TypeError, ValueError, ZeroDivisionError) as exc:

@@ -14,7 +14,7 @@
 # Usage: tests/bench/setup-bench-venv.sh [VERSION]      (default: the pin in profiles/sglang.yml)
 # Prints the venv's python on stdout (last line). Env:
 #   LLMOPS_SGLANG_VENV_ROOT  where venvs live (default ${XDG_CACHE_HOME:-~/.cache}/llmops-inference)
-#   LLMOPS_SGLANG_PYTHON     interpreter for the venv (default python3; SGLang >= 0.5.23 needs >= 3.11)
+#   LLMOPS_SGLANG_PYTHON     interpreter for the venv (default python3; the pinned SGLang needs >= 3.11)
 set -euo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VERSION="${1:-$(sed -n -E 's/^version:[[:space:]]*"?([0-9][0-9.]*)"?.*/\1/p' "${REPO_ROOT}/profiles/sglang.yml")}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Test seam of the deploy lab: the sglang_server role's launcher override (sglang_server_launcher) that stands in for
+"""Test seam of the deploy lab: the deployment's launcher override (llmops_sglang_launcher) that stands in for
 `python -m sglang.launch_server` on a GPU-less systemd host.
 
   sglang_cpu_launcher.py --flags FLAGS.json --server openai_server.py -- <the SGLang arguments the role rendered>

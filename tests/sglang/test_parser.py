@@ -1,12 +1,15 @@
 #!/usr/bin/env python
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every command line sglang_flags renders must pass the real parser of the installed SGLang; known-bad ones must not.
+"""Every command line sglang_flags renders must pass the real parser of the installed SGLang; known-bad ones must not;
+and the release table's facts for the installed release (profiles/sglang_releases.yml: its argparse choices, the
+mamba flag and its choices, the wording the pre-checks quote, the log milestones) must be that release's own.
 
 Run with the python of the lab SGLang venv (tests/bench/setup-bench-venv.sh: the full sglang==<pin>; no GPU needed):
   tests/sglang/run-parser-tests.sh            (builds/reuses the venv, then runs this file)
 Prints one line per case and a closing "N passed, N failed"; exit 1 on any failure.
 """
+import argparse
 import importlib.util
 import os
 import sys
@@ -15,6 +18,12 @@ import tempfile
 import yaml  # SGLang depends on PyYAML, so the venv has it
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+# The module_utils import each other as ansible_collections.llmops.inference.plugins.module_utils.*: the checkout's
+# .collections tree (a symlink to the checkout) makes that importable without Ansible in this venv.
+sys.path.insert(0, os.path.join(ROOT, '.collections'))
+
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags as flags  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_release  # noqa: E402
 
 
 def load(name):
@@ -24,8 +33,64 @@ def load(name):
     return module
 
 
-flags = load('sglang_flags')
+# Loaded from its file, as the sglang_server_args module ships it (it must stay stdlib-only and self-contained).
 checker = load('sglang_parser_check')
+
+
+def table():
+    with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as stream:
+        return yaml.safe_load(stream)
+
+
+def parser_choices():
+    """dest -> [choices] of every action of the installed release's own parser that has choices."""
+    from sglang.srt.server_args import ServerArgs
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    return dict((action.dest, [str(c) for c in action.choices]) for action in parser._actions  # pylint: disable=protected-access
+                if action.choices), dict((action.dest, list(action.option_strings))
+                                         for action in parser._actions)  # pylint: disable=protected-access
+
+
+def table_matches_parser(release):
+    """(name, ok, detail) per fact of the table the installed parser can confirm."""
+    choices, option_strings = parser_choices()
+    out = []
+    for option, recorded in sorted(release['choices'].items()):
+        if option == 'mamba_strategy':
+            continue
+        real = choices.get(option)
+        out.append(('choices %s' % option, real == recorded,
+                    'table %s, parser %s' % (recorded, real) if real != recorded else '%d choices' % len(real)))
+    # Options the collection renders as values: every one the parser gives choices must be recorded for the pin.
+    for option in sglang_release.CHOICE_OPTIONS:
+        if option in choices and option not in release['choices']:
+            out.append(('choices %s' % option, False, 'the parser has choices, the table records none'))
+    mamba_flag = release['flags']['mamba_flag']
+    dest = mamba_flag.lstrip('-').replace('-', '_')
+    out.append(('mamba flag %s' % mamba_flag, option_strings.get(dest) == [mamba_flag],
+                'parser: %s' % option_strings.get(dest)))
+    out.append(('mamba choices', choices.get(dest) == release['flags']['mamba_choices'],
+                'table %s, parser %s' % (release['flags']['mamba_choices'], choices.get(dest))))
+    return out
+
+
+def architectures_match_source(release):
+    """(name, ok, detail) for the architecture sets of the table against the installed release's own lists."""
+    from sglang.srt.arg_groups.overrides import _MAMBA_EXTRA_BUFFER_ARCHS  # pylint: disable=import-error
+    from sglang.srt.configs.model_config import multimodal_model_archs  # pylint: disable=import-error
+    from sglang.srt.layers.attention.attention_registry import HYBRID_GDN_SM100_BACKENDS  # pylint: disable=import-error
+    arch = release['architectures']
+    out = []
+    for name, ours, theirs in (('hybrid_gdn', arch['hybrid_gdn'], _MAMBA_EXTRA_BUFFER_ARCHS),
+                               ('multimodal', arch['multimodal'], multimodal_model_archs)):
+        extra = sorted(set(ours) - set(theirs))
+        out.append(('architectures %s' % name, not extra, 'not in SGLang\'s list: %s' % extra if extra else
+                    '%d of SGLang\'s %d' % (len(ours), len(theirs))))
+    ours = set(arch['blackwell_gdn_backends'].get('10', ()))
+    out.append(('blackwell_gdn_backends 10', ours == set(HYBRID_GDN_SM100_BACKENDS),
+                'table %s, HYBRID_GDN_SM100_BACKENDS %s' % (sorted(ours), sorted(HYBRID_GDN_SM100_BACKENDS))))
+    return out
 
 
 def profile(name):
@@ -68,21 +133,26 @@ def launcher_config_reaches_sglang(argv):
 def main():
     import sglang
     version = sglang.__version__
+    release = sglang_release.release(table(), version)
     q122, q397 = profile('qwen3.5-122b-a10b'), profile('qwen3.5-397b-a17b-nvfp4')
     plan = dict(mem_fraction_static=0.7851, max_running_requests=22, context_length=262144)
     good = {
-        '122b seed (TP4, MTP, SEV-SNP)': flags.render(version, q122, plan, dict(gpu_indices=[0, 1, 2, 3], sev_snp=True),
+        '122b seed (TP4, MTP, SEV-SNP)': flags.render(release, q122, plan, dict(gpu_indices=[0, 1, 2, 3], sev_snp=True),
                                                       dict(model_path='/shared/models/Qwen3.5-122B-A10B', host='0.0.0.0')),
-        '122b no MTP, radix off': flags.render(version, q122, plan, {}, dict(
+        '122b no MTP, radix off': flags.render(release, q122, plan, {}, dict(
             model_path='/m', speculative_num_draft_tokens=0, radix_cache=False)),
-        '122b no_buffer + no overlap': flags.render(version, q122, plan, {}, dict(
+        '122b no MTP, auto (explicit extra_buffer)': flags.render(release, q122, plan, {}, dict(
+            model_path='/m', speculative_num_draft_tokens=0)),
+        '122b no_buffer + no overlap': flags.render(release, q122, plan, {}, dict(
             model_path='/m', mamba_strategy='no_buffer', disable_overlap_schedule=True)),
-        '122b extra_buffer_lazy, page 64, fp8 KV, bf16 SSM, metrics': flags.render(version, q122, plan, {}, dict(
+        '122b auto resolving to no_buffer (overlap off)': flags.render(release, q122, plan, {}, dict(
+            model_path='/m', disable_overlap_schedule=True)),
+        '122b extra_buffer_lazy, page 64, fp8 KV, bf16 SSM, metrics': flags.render(release, q122, plan, {}, dict(
             model_path='/m', mamba_strategy='extra_buffer_lazy', page_size=64, chunked_prefill_size=8192,
             kv_cache_dtype='fp8_e4m3', mamba_ssm_dtype='bfloat16', enable_metrics=True, watchdog_timeout=1200)),
-        '122b two nodes': flags.render(version, q122, plan, dict(nnodes=2, node_rank=1, dist_init_addr='10.0.0.1:5000',
+        '122b two nodes': flags.render(release, q122, plan, dict(nnodes=2, node_rank=1, dist_init_addr='10.0.0.1:5000',
                                                                  gpu_indices=[0, 1]), dict(model_path='/m')),
-        '397b NVFP4 TP8': flags.render(version, q397, dict(max_running_requests=64), dict(gpu_indices=list(range(8))),
+        '397b NVFP4 TP8': flags.render(release, q397, dict(max_running_requests=64), dict(gpu_indices=list(range(8))),
                                        dict(model_path='/m', attention_backend='flashinfer')),
     }
     bad = {
@@ -96,7 +166,7 @@ def main():
     # The pre-checks quote SGLang: each refusal the rules produce for the pinned release must be text of that
     # release's own source (one string literal of it), and so must the log lines the stall detector keys on.
     source = srt_source(os.path.dirname(sglang.__file__))
-    rules = flags.rules_for(version)[1]
+    rules = release['flags']
     refusals = {
         'tp_nnodes': (dict(tp_size=4), dict(nnodes=3, node_rank=0, dist_init_addr='h:1'),
                       'tp_size must be divisible by number of nodes'),
@@ -121,7 +191,7 @@ def main():
         'pp_spec': (dict(pp_size=2), {}, rules['pp_spec_message'][:40]),
     }
     for check, (server, host, literal) in sorted(refusals.items()):
-        rendered = flags.render(version, q122, plan, host, dict(dict(model_path='/m'), **server))
+        rendered = flags.render(release, q122, plan, host, dict(dict(model_path='/m'), **server))
         messages = [c['message'] for c in rendered['preflight'] if c['check'] == check]
         ok = bool(messages) and literal in messages[0] and literal in source
         print('%s wording: %s -> %s' % ('PASS' if ok else 'FAIL', check, messages[0] if messages else 'not refused'))
@@ -129,6 +199,10 @@ def main():
     for name in ('parallel_begin', 'parallel_end'):
         ok = rules[name].rstrip('.') in source
         print('%s log line: %s %r' % ('PASS' if ok else 'FAIL', name, rules[name]))
+        passed, failed = passed + ok, failed + (not ok)
+    # The release table's argparse facts for this release are the parser's own.
+    for name, ok, detail in table_matches_parser(release) + architectures_match_source(release):
+        print('%s table: %s (%s)' % ('PASS' if ok else 'FAIL', name, detail))
         passed, failed = passed + ok, failed + (not ok)
     # The role's launcher hands the API keys to SGLang as a --config file: the pinned release must read them from it.
     ok, detail = launcher_config_reaches_sglang(good['122b seed (TP4, MTP, SEV-SNP)']['argv'])

@@ -2,11 +2,12 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Generate docs/reference.md (every role's variables, every module and playbook) from the argument specs and the
-module DOCUMENTATION, and check that each role's defaults/main.yml and meta/argument_specs.yml name the same
-variables.
+module DOCUMENTATION, plus the files generated from the role contracts (tests/tools/role_contracts.py), and check
+that each role's defaults/main.yml and meta/argument_specs.yml name the same variables and that every option has
+a real description (not empty, not its own name).
 
-    .venv/bin/python tests/tools/role_docs.py            # rewrite docs/reference.md
-    .venv/bin/python tests/tools/role_docs.py --check    # exit 1 if it is stale or a role's defaults and spec disagree (make test)
+    .venv/bin/python tests/tools/role_docs.py            # rewrite the generated files
+    .venv/bin/python tests/tools/role_docs.py --check    # exit 1 if one is stale or a contract is incomplete (make test)
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ import re
 import sys
 
 import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import role_contracts  # noqa: E402  (a sibling file, not a package)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 OUTPUT = os.path.join(ROOT, 'docs', 'reference.md')
@@ -49,16 +53,25 @@ def default_text(option):
 
 def role_section(role, problems):
     with open(os.path.join(ROOT, 'roles', role, 'meta', 'argument_specs.yml')) as handle:
-        spec = yaml.safe_load(handle)['argument_specs']['main']
+        entries = yaml.safe_load(handle)['argument_specs']
+    spec = entries['main']
     defaults_path = os.path.join(ROOT, 'roles', role, 'defaults', 'main.yml')
     defaults = {}
     if os.path.exists(defaults_path):
         with open(defaults_path) as handle:
             defaults = yaml.safe_load(handle) or {}
     options = spec.get('options') or {}
+    own = dict((k, v) for k, v in options.items() if k.startswith(role + '_'))
+    for entry_name, entry in sorted(entries.items()):
+        for name, option in sorted((entry.get('options') or {}).items()):
+            problems.extend(description_problems(role, name, option))
+    if role == 'deployment':
+        return deployment_section(spec, own)
     for name in sorted(set(defaults) - set(options)):
         problems.append('roles/%s: %s is in defaults/main.yml but not in meta/argument_specs.yml' % (role, name))
-    for name in sorted(set(options) - set(defaults)):
+    # Options without the role's prefix are collection-wide inputs (llmops_deployment, llmops_api_key): the
+    # deployment role publishes them, so they have no default here.
+    for name in sorted(set(own) - set(defaults)):
         if not options[name].get('required'):
             problems.append('roles/%s: %s is in meta/argument_specs.yml but has no default in defaults/main.yml'
                             % (role, name))
@@ -73,6 +86,52 @@ def role_section(role, problems):
             kind += ': ' + ', '.join(str(c) for c in option['choices'])
         row = (name, cell(kind), default_text(option), cell(option.get('description', '')))
         lines.append('| `%s` | %s | %s | %s |' % row)
+    others = sorted(e for e in entries if e != 'main')
+    if others:
+        lines += ['', 'Other entry points (`tasks_from`):', '', '| entry point | what | options beyond `main` |',
+                  '|---|---|---|']
+        for entry_name in others:
+            entry = entries[entry_name]
+            extra = sorted(set(entry.get('options') or {}) - set(options))
+            lines.append('| `%s` | %s | %s |' % (entry_name, cell(entry.get('short_description', '')),
+                                                 ', '.join('`%s`' % n for n in extra) or '-'))
+    return lines + ['']
+
+
+def description_problems(role, name, option):
+    """An option documented by its own name (or not at all) is not documented."""
+    text = option.get('description')
+    text = ' '.join(text) if isinstance(text, list) else str(text or '')
+    words = re.sub(r'[^a-z0-9]+', ' ', text.lower()).split()
+    bare = re.sub(r'[^a-z0-9]+', ' ', name.lower()).split()
+    short = re.sub(r'[^a-z0-9]+', ' ', name[len(role) + 1:].lower()).split() if name.startswith(role + '_') else bare
+    if not words:
+        return ['roles/%s: option %s has no description' % (role, name)]
+    if words in (bare, short) or len(words) < 3:
+        return ['roles/%s: option %s is described only by its name (%r): say what it does and what its values mean'
+                % (role, name, text)]
+    return []
+
+
+def deployment_section(spec, own):
+    """The resolver's settings with their real types and defaults (deployment_spec.py), not the raw spec types."""
+    sys.path.insert(0, os.path.join(ROOT, '.collections'))
+    from ansible_collections.llmops.inference.plugins.module_utils import deployment_spec
+    lines = ['## Role `llmops.inference.deployment` and the collection-wide settings', '',
+             cell(spec.get('short_description', '')) + '. Precedence and the `llmops_deployment` schema: '
+             '[deployment.md](deployment.md).', '', '| variable | type | default | description |', '|---|---|---|---|']
+    for name in sorted(own):
+        lines.append('| `%s` | %s | %s | %s |' % (name, cell(own[name].get('type', 'str')), default_text(own[name]),
+                                                  cell(own[name].get('description', ''))))
+    lines += ['', '| setting | group | hosts | type | default | description |', '|---|---|---|---|---|---|']
+    for entry in deployment_spec.VARIABLES:
+        kind = entry['type'] + (' of ' + entry['elements'] if entry.get('elements') else '')
+        if entry.get('required'):
+            default = '*required*'
+        else:
+            default = default_text(dict(default=entry['default']))
+        lines.append('| `%s` | %s | %s | %s | %s | %s |' % (
+            entry['name'], entry['group'], entry['scope'], cell(kind), default, cell(entry['description'])))
     return lines + ['']
 
 
@@ -137,18 +196,27 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--check', action='store_true', help='fail when docs/reference.md is stale')
     args = parser.parse_args()
+    stale = 0
+    for path, build in role_contracts.GENERATED:
+        stale += sync(path, build(), args.check)
     text, problems = render()
     for problem in problems:
         print('role_docs: %s' % problem, file=sys.stderr)
-    if args.check:
-        current = open(OUTPUT).read() if os.path.exists(OUTPUT) else ''
-        if current != text:
-            print('role_docs: docs/reference.md is stale: run tests/tools/role_docs.py', file=sys.stderr)
-            return 1
-    else:
-        with open(OUTPUT, 'w') as handle:
-            handle.write(text)
-    return 1 if problems else 0
+    stale += sync(OUTPUT, text, args.check)
+    return 1 if problems or stale else 0
+
+
+def sync(path, text, check):
+    """Write a generated file, or (check) report it stale; returns 1 when stale."""
+    current = open(path).read() if os.path.exists(path) else ''
+    if current == text:
+        return 0
+    if check:
+        print('role_docs: %s is stale: run tests/tools/role_docs.py' % os.path.relpath(path, ROOT), file=sys.stderr)
+        return 1
+    with open(path, 'w') as handle:
+        handle.write(text)
+    return 0
 
 
 if __name__ == '__main__':

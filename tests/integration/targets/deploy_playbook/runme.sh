@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# playbooks/deploy-qwen122b.yml before it touches a host: --syntax-check and --list-tasks (the benchmark play is tagged
-# benchmark and --skip-tags benchmark drops it), the validate play passing for the seed (it ends with the plan line of
-# each server), and each inventory mistake the play refuses with its message - every one before the first task that
-# would connect to a host. `--tags always` runs exactly the validation (and the roles' argument specs): controller
-# only. The deployment itself is proved end to end in the lab (extensions/molecule/deploy).
+# playbooks/deploy-qwen122b.yml (and the generic playbooks/deploy.yml it wraps) before it touches a host:
+# --syntax-check and --list-tasks (the benchmark play is tagged benchmark and --skip-tags benchmark drops it), the
+# resolve play passing for the seed (it ends with the summary line of each host), the seed's profile as the default
+# of deploy-qwen122b.yml, and a few inventory mistakes refused with their message before the first task that would
+# connect to a host (the full table of bad inputs is the bad_inputs target's). `--tags always` runs exactly the
+# resolution on the controller. The deployment itself is proved end to end in the lab (extensions/molecule/deploy).
 # Runs under `ansible-test integration --local deploy_playbook` and by hand.
 set -eu
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -15,8 +16,10 @@ trap 'rm -rf "$out"' EXIT
 play() { ansible-playbook "$root/playbooks/deploy-qwen122b.yml" -i "$root/inventories/example" "$@"; }
 
 play --syntax-check >/dev/null
+ansible-playbook "$root/playbooks/deploy.yml" -i "$root/inventories/example" --syntax-check >/dev/null
 play --list-tasks >"$out/tasks.txt"
-grep -q 'play #5 (sglang_servers): Benchmark the SGLang services.*TAGS: \[benchmark\]' "$out/tasks.txt"
+grep -q 'play #7 (sglang_servers): Benchmark the SGLang services.*TAGS: \[benchmark\]' "$out/tasks.txt"
+grep -q 'play #3 (proxmox_hosts:sglang_servers): Check the hosts before anything changes (read-only)' "$out/tasks.txt"
 play --list-tasks --skip-tags benchmark >"$out/tasks-nobench.txt"
 if grep -q 'Run the benchmark sweep' "$out/tasks-nobench.txt"; then echo "--skip-tags benchmark kept the benchmark" >&2; exit 1; fi
 grep -q 'Smoke-test chat, thinking, tool calls and streaming' "$out/tasks-nobench.txt"
@@ -26,6 +29,17 @@ SGLANG_API_KEY=it-key play --tags always >"$out/ok.log" 2>&1 || { tail -n 40 "$o
 grep -q 'sglang-ct: Qwen/Qwen3.5-122B-A10B@main -> /shared/models/Qwen3.5-122B-A10B' "$out/ok.log"
 grep -q 'plan: FITS' "$out/ok.log"
 grep -q 'revision main of Qwen/Qwen3.5-122B-A10B is a branch' "$out/ok.log"
+grep -q 'pve1: 8 GPU(s), vfio-pci 0000:81:00.0, 0000:a1:00.0, 0000:c1:00.0, 0000:e1:00.0' "$out/ok.log"
+# deploy-qwen122b.yml defaults the profile; an inventory without one is served the seed's model.
+cp -a "$root/inventories/example" "$out/noprofile-inventory"
+sed -i '/^llmops_model_profile:/d' "$out/noprofile-inventory/group_vars/sglang_servers.yml"
+SGLANG_API_KEY=it-key ansible-playbook "$root/playbooks/deploy-qwen122b.yml" -i "$out/noprofile-inventory" --tags always \
+  >"$out/default.log" 2>&1 || { tail -n 40 "$out/default.log"; exit 1; }
+grep -q 'sglang-ct: Qwen/Qwen3.5-122B-A10B@main' "$out/default.log"
+# The generic playbook has no default: it names what is missing and the profiles there are.
+if SGLANG_API_KEY=it-key ansible-playbook "$root/playbooks/deploy.yml" -i "$out/noprofile-inventory" --tags always \
+    >"$out/noprofile.log" 2>&1; then echo "deploy.yml passed without a model profile" >&2; exit 1; fi
+tr -s ' \n' ' ' <"$out/noprofile.log" | grep -qF 'llmops_model_profile: is required for a host of sglang_servers'
 if grep -q 'it-key' "$out/ok.log"; then echo "the API key is in the output" >&2; exit 1; fi
 
 # refuse CASE EXPECTED [ARGS...]: the run fails in the validate play (no later play starts) with EXPECTED in its output.
@@ -41,16 +55,29 @@ refuse() {
     echo "case $case: no '$expected' in the output" >&2
     exit 1
   fi
-  if grep -q 'PLAY \[Split the GPUs' "$out/$case.log"; then
+  if grep -q 'PLAY \[Check the hosts' "$out/$case.log"; then
     echo "case $case: a play after the validation started" >&2
     exit 1
   fi
 }
-refuse forbidden 'would go to /data/models/Qwen3.5-122B-A10B' -e llmops_model_dir=/data/models
-refuse tp 'TP 2 needs exactly 2 distinct GPU indices in llmops_gpu_indices' -e llmops_tp_size=2
-refuse numa 'a NUMA node that stays on nvidia on that host' -e llmops_lxc_numa_node=1
-refuse uuid "Elements value for option 'llmops_gpu_indices' is of type str" -e '{"llmops_gpu_indices": ["GPU-3f2a"]}'
-refuse profile 'llmops_model_profile=nope / llmops_gpu_profile=rtx-pro-6000-blackwell-server: no such profile' -e llmops_model_profile=nope
+refuse forbidden "llmops_model_dir = '/data/models': the model would go to /data/models/Qwen3.5-122B-A10B" -e llmops_model_dir=/data/models
+refuse tp 'llmops_gpu_indices = [0, 1, 2, 3]: TP 2 needs exactly 2 GPU indices' -e llmops_tp_size=2
+refuse numa 'llmops_lxc_numa_node = 1: NUMA node 1 of pve1 goes to vfio-pci' -e llmops_lxc_numa_node=1
+refuse uuid "llmops_gpu_indices[0] = 'GPU-3f2a': every element must be an integer" -e '{"llmops_gpu_indices": ["GPU-3f2a"]}'
+refuse profile "llmops_model_profile = 'nope': no profile" -e llmops_model_profile=nope
 refuse fit 'cannot load' -e llmops_tp_size=2 -e '{"llmops_gpu_indices": [0, 1]}'
-LLMOPS_IT_KEY='' refuse nokey 'no API key. Export SGLANG_API_KEY on the controller'
+refuse port "llmops_http_port = 'http': must be an integer" -e llmops_http_port=http
+LLMOPS_IT_KEY='' refuse nokey 'llmops_api_key: no API key: SGLANG_API_KEY is not set on the controller'
+# The read-only preflight of a Proxmox host, run for real on this machine (connection local, no NVIDIA GPU here):
+# the inventory's GPUs are not this host's, so the run stops in the preflight, before gpu_partition changes anything.
+if SGLANG_API_KEY=it-key play --limit pve1 --tags preflight -e ansible_connection=local \
+    -e "ansible_python_interpreter=$(command -v python3)" >"$out/preflight.log" 2>&1; then
+  echo "the Proxmox preflight passed on a host without these GPUs" >&2
+  exit 1
+fi
+tr -s ' \n' ' ' <"$out/preflight.log" | grep -qF 'pve1: llmops_host_gpus does not match the host: 0000:01:00.0 is not a GPU of the host'
+if grep -q 'PLAY \[Split the GPUs' "$out/preflight.log" && grep -q 'TASK \[llmops.inference.gpu_partition' "$out/preflight.log"; then
+  echo "gpu_partition ran after a failed preflight" >&2
+  exit 1
+fi
 echo "deploy_playbook: all cases passed"

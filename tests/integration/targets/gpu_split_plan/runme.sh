@@ -42,7 +42,7 @@ grep -q '^lxc.cgroup2.devices.allow: c 511:0 rwm$' "$out/post/sglang-ct/lxc_gpu.
 # A group shared with an i40e NIC (PCIe switch without ACS): the plan fails and says why.
 if ansible-playbook "$root/playbooks/plan_gpu_split.yml" -i "$root/inventories/example" \
     -e "llmops_plan_output_dir=$out/shared" -e llmops_plan_sysfs_fixture=shared_group \
-    -e '{"gpu_partition_vfio_numa_nodes": [], "gpu_partition_host_numa_nodes": [],
+    -e '{"llmops_host_vfio_numa_nodes": [], "llmops_host_nvidia_numa_nodes": [],
          "gpu_partition_host_devices": [{"address": "0000:03:00.0", "driver": "vfio-pci"}]}' >"$out/shared.log" 2>&1; then
   cat "$out/shared.log"
   echo "the plan accepted a group shared with a foreign device" >&2

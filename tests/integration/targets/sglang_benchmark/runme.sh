@@ -2,12 +2,13 @@
 # The sglang_benchmark role for real on localhost: llama.cpp's server (xllamacpp) on the CPU with a tiny Qwen3-style
 # model trained here, SGLang's own benchmark client (python -m sglang.benchmark.serving from a full sglang install),
 # the report opened in headless Chromium. Cases:
-#   main        smoke tests 6/6, an A/B sweep (MTP on vs off + 4 vs 1 running requests, rendered by the real
-#               sglang_server role and served by llama.cpp, the stand-in for SGLang),
-#               report.md/report.html/summary.json, passing gates, the original configuration restored;
+#   main        the deployment resolved once by llmops.inference.deployment (with its A/B variants), smoke tests
+#               6/6, an A/B sweep (MTP on vs off + 4 vs 1 running requests, each variant's resolved deployment served
+#               by llama.cpp, the stand-in for SGLang), report.md/report.html/summary.json, passing gates, the
+#               original deployment restored;
 #   chromium    report.html rendered headless: inline SVG charts, a non-blank screenshot with the chart colours;
 #   gates       an impossible threshold and a 100x baseline fail the play with the numbers;
-#   smoke-fail  a wrong served name fails the smoke tests, naming the feature and showing the server's answer;
+#   smoke-fail  the smoke entry point with a wrong served name fails, naming the feature and showing the answer;
 #   no leak     the API key is in no log and no result file.
 # Runs under `ansible-test integration --local sglang_benchmark` and by hand:
 #   tests/integration/targets/sglang_benchmark/runme.sh
@@ -55,32 +56,42 @@ port="$("${lab_python}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0
 # Modules on localhost run with the interpreter that runs ansible-playbook (the tool venv, or ansible-test's).
 controller_python="$(dirname "$(command -v ansible-playbook)")/python"
 [ -x "${controller_python}" ] || controller_python="$(command -v python3)"
-# The deployment as an inventory would describe it to the sglang_server role (the seed profile: Qwen3.5-122B-A10B,
-# TP4, MTP, 4x RTX PRO 6000), with the tiny model's directory as the checkpoint and the role's test seams (no pip
-# install, llama.cpp as the launcher, no GPU devices). The variants change only variables that are not set here
-# (extra vars would beat them). SGLang's own parser checks every rendered command line.
+# The deployment as an inventory would describe it (the seed profile: Qwen3.5-122B-A10B, TP4, MTP, 4x RTX PRO 6000
+# behind SEV-SNP) with the tiny model's directory as the checkpoint, llama.cpp as the launcher and the lab SGLang venv
+# as the server's virtualenv (its python is the benchmark client). llmops.inference.deployment resolves it once, and
+# the A/B variants (MTP on vs off, 4 vs 1 running requests) with it; SGLang's own parser checks every command line.
+bench_venv="$(dirname "$(dirname "${bench_python}")")"
+[ "${bench_venv}/bin/python" = "${bench_python}" ] || { log "FAIL: ${bench_python} is not <venv>/bin/python"; exit 1; }
 (umask 077 && cat >"${state}/lab.yml" <<EOF
 lab_root: ${root}
 lab_state: ${state}
-lab_bench_python: ${bench_python}
 lab_openai_server_python: ${lab_python}
 lab_openai_server_script: ${root}/tests/bench/openai_server.py
 lab_openai_server_state_dir: ${state}
 llmops_model_profile: qwen3.5-122b-a10b
 llmops_gpu_profile: rtx-pro-6000-blackwell-server
 llmops_tp_size: 4
-sglang_server_name: lab
-sglang_server_model_path: ${tiny_model}
-sglang_server_port: ${port}
-sglang_server_api_key: ${key}
-sglang_server_host_sev_snp: true
-sglang_server_install: false
-sglang_server_launcher: [${lab_python}, ${root}/tests/bench/openai_server.py]
-sglang_server_require_gpu_devices: false
-sglang_server_validate_with_parser: ${bench_python}
+llmops_instance_name: lab
+llmops_model_path: ${tiny_model}
+llmops_http_port: ${port}
+llmops_api_key: ${key}
+llmops_host_sev_snp: true
+llmops_sglang_venv: ${bench_venv}
+llmops_sglang_launcher: [${lab_python}, ${root}/tests/bench/openai_server.py]
+llmops_parser_python: ${bench_python}
+llmops_variants:
+  - name: mtp
+    description: as deployed (NEXTN 3/1/4, 4 llama.cpp slots)
+    mtp: true
+    overrides: {}
+  - name: no-mtp
+    description: MTP off, --max-running-requests 1 (1 llama.cpp slot)
+    mtp: false
+    overrides: {llmops_speculative_num_draft_tokens: 0, llmops_max_running_requests: 1}
 EOF
 )
-printf 'localhost ansible_connection=local ansible_python_interpreter=%s\n' "${controller_python}" >"${state}/inventory"
+# The resolver serves the hosts of the group sglang_servers.
+printf '[sglang_servers]\nlocalhost ansible_connection=local ansible_python_interpreter=%s\n' "${controller_python}" >"${state}/inventory"
 play() { ansible-playbook -i "${state}/inventory" -e "@${state}/lab.yml" "$@"; }
 
 log "case main: smoke tests + A/B sweep with SGLang's client + report + gates + restore"

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags as f
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 
@@ -14,6 +15,18 @@ ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 def profile(name):
     with open(os.path.join(ROOT, 'profiles', 'models', name + '.yml')) as stream:
         return yaml.safe_load(stream)
+
+
+with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _stream:
+    TABLE = yaml.safe_load(_stream)
+with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _stream:
+    PIN = yaml.safe_load(_stream)['version']
+# Every release with flag rules; most have no planner rules, which only the renderer tests may do without.
+FLAG_RELEASES = sorted((v for v, e in TABLE['releases'].items() if 'flags' in e), key=sr.version_key)
+
+
+def rel(version=PIN):
+    return sr.release(TABLE, version, need=('flags', 'defaults'))
 
 
 Q122 = profile('qwen3.5-122b-a10b')
@@ -26,14 +39,14 @@ def flag(argv, name):
     return argv[argv.index(name) + 1] if name in argv else None
 
 
-def render(version='0.5.23', model=Q122, plan=None, host=None, **server):
-    return f.render(version, model, PLAN if plan is None else plan, host or {}, dict(SERVER, **server))
+def render(version=PIN, model=Q122, plan=None, host=None, **server):
+    return f.render(rel(version), model, PLAN if plan is None else plan, host or {}, dict(SERVER, **server))
 
 
-def test_pin_matches_profiles_sglang_yml():
-    with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as stream:
-        pin = yaml.safe_load(stream)['version']
-    assert pin in f.VERSION_RULES and f.NEWEST == pin
+def test_pin_has_every_kind_of_rules():
+    # The modules call release() without `need`: the pin must have planner, flag rules and defaults.
+    assert sr.release(TABLE, PIN)['planner_family'] == 'configurator'
+    assert FLAG_RELEASES == ['0.5.9', '0.5.10', '0.5.11', '0.5.12', '0.5.15', '0.5.18', '0.5.20', '0.5.22', PIN]
 
 
 def test_122b_on_the_pin_renders_the_seed_deployment():
@@ -58,10 +71,10 @@ def test_122b_on_the_pin_renders_the_seed_deployment():
 
 
 def test_never_abbreviated_flags():
-    for version in f.VERSION_RULES:
+    for version in FLAG_RELEASES:
         argv = render(version)['argv']
         assert '--speculative-algo' not in argv and '--tp' not in argv
-        assert all(a in f.VERSION_RULES or not a.startswith('--') or len(a) > 4 for a in argv)
+        assert all(not a.startswith('--') or len(a) > 4 for a in argv)
 
 
 @pytest.mark.parametrize('version, flag_name, spec_v2', [
@@ -72,7 +85,8 @@ def test_never_abbreviated_flags():
     ('0.5.15', '--mamba-radix-cache-strategy', None),
     ('0.5.18', '--mamba-radix-cache-strategy', None),
     ('0.5.20', '--mamba-radix-cache-strategy', None),
-    ('0.5.23', '--mamba-radix-cache-strategy', None),
+    ('0.5.22', '--mamba-radix-cache-strategy', None),
+    (PIN, '--mamba-radix-cache-strategy', None),
 ])
 def test_mamba_flag_and_spec_v2_by_release(version, flag_name, spec_v2):
     r = render(version)
@@ -83,14 +97,40 @@ def test_mamba_flag_and_spec_v2_by_release(version, flag_name, spec_v2):
 
 
 def test_unknown_release_is_refused():
-    with pytest.raises(f.FlagError, match='no flag rules recorded for sglang 0.5.5'):
+    with pytest.raises(sr.ReleaseError, match='sglang 0.5.5: profiles/sglang_releases.yml has no entry for it'):
         render('0.5.5')
+    # The modules' release() refuses flags-only releases; render() itself needs flags and defaults.
+    with pytest.raises(sr.ReleaseError, match='has flag rules but no planner rules'):
+        sr.release(TABLE, '0.5.12')
+    with pytest.raises(f.FlagError, match='release is required'):
+        f.render(PIN, Q122, PLAN, {}, SERVER)  # a version string is no release
 
 
-def test_no_mtp_means_no_strategy_flag_and_no_spec_flags():
+def test_no_mtp_means_no_spec_flags_and_the_resolved_strategy_explicit():
     r = render(speculative_num_draft_tokens=0)
     assert not any(a.startswith('--speculative') for a in r['argv'])
-    assert '--mamba-radix-cache-strategy' not in r['argv']
+    # The unit says what runs: auto resolves to extra_buffer with the overlap schedule on.
+    assert flag(r['argv'], '--mamba-radix-cache-strategy') == 'extra_buffer' and r['mamba_strategy'] == 'extra_buffer'
+    assert '--disable-overlap-schedule' not in r['argv']
+    # Radix off: no strategy at all.
+    r = render(speculative_num_draft_tokens=0, radix_cache=False)
+    assert '--mamba-radix-cache-strategy' not in r['argv'] and r['mamba_strategy'] is None
+
+
+def test_auto_resolving_to_no_buffer_turns_overlap_off_explicitly():
+    # Overlap off and page 1: the pinned release's auto is no_buffer (and keeps overlap off).
+    r = render(disable_overlap_schedule=True)
+    assert flag(r['argv'], '--mamba-radix-cache-strategy') == 'no_buffer'
+    assert r['argv'].count('--disable-overlap-schedule') == 1 and r['preflight'] == []
+    # A model without extra_buffer support: auto is no_buffer, and SGLang turns the overlap schedule off.
+    model = yaml.safe_load(yaml.safe_dump(Q122))
+    model['config']['architectures'] = ['SomeHybridForCausalLM']
+    r = render(model=model, speculative_num_draft_tokens=0)
+    assert flag(r['argv'], '--mamba-radix-cache-strategy') == 'no_buffer'
+    assert '--disable-overlap-schedule' in r['argv'] and r['preflight'] == []
+    # 0.5.11 without MTP: auto is no_buffer with the overlap schedule off.
+    r = render('0.5.11', speculative_num_draft_tokens=0)
+    assert flag(r['argv'], '--mamba-scheduler-strategy') == 'no_buffer' and '--disable-overlap-schedule' in r['argv']
 
 
 def test_397b_nvfp4_profile_has_quantization_and_fp4_backends_without_mtp():
@@ -206,8 +246,11 @@ def test_no_buffer_on_head_needs_overlap_off():
 def test_extra_buffer_without_radix_and_lazy_on_old_release():
     checks = render('0.5.12', radix_cache=False, mamba_strategy='extra_buffer')['preflight']
     assert checks[0]['message'].startswith('mamba extra_buffer is not compatible with --disable-radix-cache')
-    with pytest.raises(f.FlagError, match='extra_buffer_lazy'):
+    with pytest.raises(f.FlagError, match="mamba_strategy 'extra_buffer_lazy' is not one of the choices of "
+                                          "--mamba-scheduler-strategy in sglang 0.5.12"):
         render('0.5.12', mamba_strategy='extra_buffer_lazy')
+    with pytest.raises(f.FlagError, match='extra_buffer_lazy'):
+        render('0.5.12', mamba_strategy='extra_buffer_lazy', radix_cache=False)
     assert flag(render(mamba_strategy='extra_buffer_lazy')['argv'], '--mamba-radix-cache-strategy') == 'extra_buffer_lazy'
 
 
@@ -238,16 +281,39 @@ def test_exec_start_quoting():
 
 
 def test_format_preflight():
-    text = f.format_preflight('0.5.23', [dict(check='c', message='m.', fix='f.')])
-    assert 'SGLang 0.5.23 would refuse' in text and '1. [c] SGLang: "m." Fix: f.' in text
+    text = f.format_preflight(PIN, [dict(check='c', message='m.', fix='f.')])
+    assert 'SGLang %s would refuse' % PIN in text and '1. [c] SGLang: "m." Fix: f.' in text
 
 
 def test_release_specific_refusals():
-    # 0.5.23's mamba hook no longer refuses extra_buffer without the radix cache; 0.5.12 does.
-    assert render('0.5.23', radix_cache=False, mamba_strategy='extra_buffer')['preflight'] == []
+    # The pinned release's mamba hook no longer refuses extra_buffer without the radix cache; 0.5.12 does.
+    assert render(radix_cache=False, mamba_strategy='extra_buffer')['preflight'] == []
     # Pipeline parallelism with MTP: each release's own wording.
     assert render('0.5.12', pp_size=2)['preflight'][-1]['message'].startswith('Pipeline parallelism is not compatible')
-    assert render('0.5.23', pp_size=2)['preflight'][-1]['message'].startswith('PP + speculative decoding (MTP)')
+    assert render(pp_size=2)['preflight'][-1]['message'].startswith('PP + speculative decoding (MTP)')
     # Spec v2's topk = 1 limit is a 0.5.9-0.5.12 rule.
     assert [c['check'] for c in render('0.5.12', speculative_eagle_topk=2)['preflight']] == ['spec_v2_topk']
-    assert render('0.5.23', speculative_eagle_topk=2)['preflight'] == []
+    assert render(speculative_eagle_topk=2)['preflight'] == []
+
+
+def test_values_are_checked_against_the_release_choices():
+    model = yaml.safe_load(yaml.safe_dump(Q122))
+    model['serving']['tool_call_parser'] = 'qwen3-coder'
+    with pytest.raises(f.FlagError) as exc:
+        render(model=model)
+    assert "tool_call_parser 'qwen3-coder' is not one of the choices of --tool-call-parser in sglang %s " \
+        "(nearest: qwen3_coder)" % PIN in str(exc.value)
+    with pytest.raises(f.FlagError, match='nearest: fp8_e4m3'):
+        render(kv_cache_dtype='fp8-e4m3')
+    with pytest.raises(f.FlagError, match='--attention-backend'):
+        render(attention_backend='flash_infer')
+    # "auto" of the dtype options renders nothing and needs no choice; releases without recorded choices pass.
+    assert '--kv-cache-dtype' not in render(kv_cache_dtype='auto', mamba_ssm_dtype='auto')['argv']
+    assert flag(render('0.5.18', attention_backend='anything')['argv'], '--attention-backend') == 'anything'
+
+
+def test_blackwell_gdn_backends_of_the_pin():
+    # layers/attention/attention_registry.py HYBRID_GDN_SM100_BACKENDS includes flashinfer; SM120 has no fa4.
+    assert render(attention_backend='flashinfer', host=dict(compute_capability='10.0'))['preflight'] == []
+    checks = render(attention_backend='fa4', host=dict(compute_capability='12.0'))['preflight']
+    assert [c['check'] for c in checks] == ['gdn_blackwell_backend']

@@ -13,7 +13,9 @@ import os
 import pytest
 import yaml
 
+from ansible_collections.llmops.inference.plugins.module_utils import model_config as mc
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_defaults as sd
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown, render_text
 
@@ -24,6 +26,26 @@ GIB = 1 << 30
 def profile(kind, name):
     with open(os.path.join(ROOT, 'profiles', kind, name + '.yml')) as handle:
         return yaml.safe_load(handle)
+
+
+with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
+    TABLE = yaml.safe_load(_handle)
+with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
+    PIN = yaml.safe_load(_handle)['version']
+
+
+def rel(version=PIN):
+    return sr.release(TABLE, version)
+
+
+def facts(config):
+    return mc.model_facts(config, rel()['architectures'])
+
+
+def plan(**inputs):
+    """vram_plan.plan() with the pinned release unless the test names another."""
+    inputs.setdefault('release', rel())
+    return vp.plan(**inputs)
 
 
 M122 = profile('models', 'qwen3.5-122b-a10b')
@@ -56,7 +78,7 @@ CONFIG_A = dict(
                      intermediate_size=12288, vocab_size=248320, max_position_embeddings=262144,
                      mamba_ssm_dtype='float32'),
     vision_config=dict(depth=27, hidden_size=1152))
-INPUTS_A = dict(model_config=CONFIG_A, gpu_memory_mib=24564, tp_size=2, sglang_version='0.5.11',
+INPUTS_A = dict(model_config=CONFIG_A, gpu_memory_mib=24564, tp_size=2, release=rel('0.5.11'),
                 mem_fraction_static=0.8, free_memory_before_load_gib=22.93, free_memory_after_load_gib=14.08)
 
 # Validation B: Qwen3.8-27B-FP8 (Qwen3_5ForConditionalGeneration), 1x H100 80GB, SGLang 0.5.18, frac 0.85,
@@ -70,7 +92,7 @@ CONFIG_B = dict(
                      intermediate_size=17408, vocab_size=248320, max_position_embeddings=262144,
                      mamba_ssm_dtype='float32', quantization_config=dict(quant_method='fp8')),
     vision_config=dict(depth=27, hidden_size=1152))
-INPUTS_B = dict(model_config=CONFIG_B, gpu_memory_mib=81559, tp_size=1, sglang_version='0.5.18',
+INPUTS_B = dict(model_config=CONFIG_B, gpu_memory_mib=81559, tp_size=1, release=rel('0.5.18'),
                 mem_fraction_static=0.85, max_running_requests=32, free_memory_before_load_gib=78.48,
                 free_memory_after_load_gib=50.01)
 
@@ -88,7 +110,7 @@ OVERHEAD_B = 0.057550
                                 per_slot=153944064, cell=65536)),
 ], ids=['A-qwen3.5-9b-tp2-4090', 'B-27b-fp8-h100-0.5.18'])
 def test_real_log_exact(inputs, overhead, logged):
-    result = vp.plan(runtime_overhead_gib=overhead, **inputs)
+    result = plan(runtime_overhead_gib=overhead, **inputs)
     assert result['mamba_bytes_per_slot'] == logged['per_slot']
     assert result['kv_bytes_per_token'] == logged['cell']
     assert result['mamba_cache_slots'] == logged['slots']
@@ -107,7 +129,7 @@ def test_real_log_exact(inputs, overhead, logged):
 ], ids=['A', 'B'])
 def test_real_log_default_overhead(inputs, logged):
     """With the default runtime overhead every discrete value is exact; tokens and K size within input rounding."""
-    result = vp.plan(**inputs)
+    result = plan(**inputs)
     assert result['mamba_cache_slots'] == logged['slots']
     assert result['max_running_requests'] == logged['running']
     assert result['mamba_slots_per_request'] == logged['ratio']
@@ -120,15 +142,15 @@ def test_real_log_default_overhead(inputs, logged):
 
 def test_real_log_rules_matter():
     """Without the hidden overhead, or with the other release's rules, the slot counts are off by one."""
-    assert vp.plan(runtime_overhead_gib=0.0, **INPUTS_A)['mamba_cache_slots'] == 187
-    assert vp.plan(runtime_overhead_gib=0.0, **INPUTS_B)['mamba_cache_slots'] == 125
+    assert plan(runtime_overhead_gib=0.0, **INPUTS_A)['mamba_cache_slots'] == 187
+    assert plan(runtime_overhead_gib=0.0, **INPUTS_B)['mamba_cache_slots'] == 125
     # 0.5.18's rules (padded pool, 100 MiB multimodal reserve) on the April log give 183, not 186: A ran the
     # unpadded 0.5.10/0.5.11 formula without the reserve.
     inputs = dict(INPUTS_A)
-    inputs['sglang_version'] = '0.5.18'
-    assert vp.plan(**inputs)['mamba_cache_slots'] == 183
+    inputs['release'] = rel('0.5.18')
+    assert plan(**inputs)['mamba_cache_slots'] == 183
     # B is multimodal: 0.5.18 reserves SGLANG_VLM_CACHE_SIZE_MB (100 MiB) of the KV budget.
-    assert vp.plan(**INPUTS_B)['mm_reserve_gib'] == pytest.approx(100 / 1024.0, abs=1e-4)
+    assert plan(**INPUTS_B)['mm_reserve_gib'] == pytest.approx(100 / 1024.0, abs=1e-4)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -143,31 +165,28 @@ def test_real_log_rules_matter():
     (M397, 4, 'float32', 48015360),
 ])
 def test_mamba_bytes_per_slot(model, tp, dtype, expected):
-    facts = vp.model_facts(model['config'])
-    assert vp.mamba_slot_bytes(facts, tp, dtype)['per_slot'] == expected
+    assert vp.mamba_slot_bytes(facts(model['config']), tp, dtype)['per_slot'] == expected
 
 
 @pytest.mark.parametrize('model, tp, kv_bytes, expected', [
     (M122, 4, 2, 12288), (M122, 4, 1, 6144), (M122, 1, 2, 24576), (M122, 8, 2, 12288), (M397, 4, 2, 15360),
 ])
 def test_kv_cell_full_attention_layers_only(model, tp, kv_bytes, expected):
-    facts = vp.model_facts(model['config'])
-    assert facts['n_full'] == len(facts['full_layer_ids'])
-    assert vp.kv_cell_bytes(facts, tp, kv_bytes, 0) == (expected, 0)
+    f = facts(model['config'])
+    assert f['n_full'] == len(f['full_layer_ids'])
+    assert vp.kv_cell_bytes(f, tp, kv_bytes, 0) == (expected, 0)
 
 
 def test_eagle_draft_kv_folded_in_when_config_names_nextn_layers():
     config = dict(M122['config'], text_config=dict(M122['config']['text_config'], num_nextn_predict_layers=1))
-    facts = vp.model_facts(config)
-    assert vp.kv_cell_bytes(facts, 4, 2, 1) == (12288, 1024)  # 13/12, HEAD's EAGLE cell
-    result = vp.plan(model_config=config, gpu_profile=RTX, tp_size=4, **MTP)
+    assert vp.kv_cell_bytes(facts(config), 4, 2, 1) == (12288, 1024)  # 13/12, HEAD's EAGLE cell
+    result = plan(model_config=config, gpu_profile=RTX, tp_size=4, release=rel(), **MTP)
     assert result['kv_bytes_per_token'] == 13312
     assert result['draft_kv_in_budget'] is True
 
 
 def test_parameter_count_matches_model_card():
-    facts = vp.model_facts(M122['config'])
-    counts = vp.param_counts(facts)
+    counts = vp.param_counts(facts(M122['config']))
     assert counts['language'] / 1e9 == pytest.approx(122.1, abs=0.1)
     assert counts['active'] / 1e9 == pytest.approx(9.0, abs=0.05)  # download-and-bench.md section 8
     # 39 shards of the seed: du printed 234G (GiB); 125.1 B params x 2 B = 233 GiB.
@@ -177,8 +196,8 @@ def test_parameter_count_matches_model_card():
 
 def test_nested_and_flat_configs_agree():
     flat = dict(M122['config']['text_config'], architectures=M122['config']['architectures'])
-    nested = vp.model_facts(M122['config'])
-    plain = vp.model_facts(flat)
+    nested = facts(M122['config'])
+    plain = facts(flat)
     for key in ('hidden', 'layers', 'n_full', 'n_linear', 'kv_heads', 'lin_v_heads', 'experts', 'mtp_layers'):
         assert nested[key] == plain[key]
     assert nested['n_full'] == 12 and nested['n_linear'] == 36
@@ -190,27 +209,27 @@ def test_nested_and_flat_configs_agree():
     (RTX, 2, False, 0.857),
 ])
 def test_default_mem_fraction(gpu, tp, spec, before_factor):
-    _version, rules = sd.rules_for('0.5.23')
-    chunk, bs = sd.capacity_defaults(rules, gpu['memory_total_mib'], tp)
-    facts = vp.model_facts(M122['config'])
-    out = sd.default_mem_fraction(rules, gpu['memory_total_mib'], tp, chunk, bs, True, spec, True, facts['vision'])
+    release = rel()
+    chunk, bs = sd.capacity_defaults(release, gpu['memory_total_mib'], tp)
+    out = sd.default_mem_fraction(release, gpu['memory_total_mib'], tp, chunk, bs, True, spec, True,
+                                  facts(M122['config'])['vision'])
     assert out['before_vlm_factor'] == before_factor
     # The vision config has depth, not num_hidden_layers: SGLang's getattr falls back to 24 layers.
     assert out['vlm_factor'] == pytest.approx(0.95 * (1 - 0.1 * (24 * 1152 ** 2 / (24.0 * 1024 ** 2) - 1)))
 
 
 def test_apr_mem_fraction_adds_spec_reserve():
-    _version, rules = sd.rules_for('0.5.11')
-    out = sd.default_mem_fraction(rules, 143771, 4, 8192, 512, False, True, False, None)
+    out = sd.default_mem_fraction(rel('0.5.11'), 143771, 4, 8192, 512, False, True, False, None)
     assert out['reserved_mib'] == 512 + 8192 * 1.5 + 512 * 2 + 512 + 4096
 
 
 def test_capacity_buckets():
-    _version, rules = sd.rules_for('0.5.23')
-    assert sd.capacity_defaults(rules, 97887, 4) == (8192, 512)
-    assert sd.capacity_defaults(rules, 97887, 2) == (8192, 256)
-    assert sd.capacity_defaults(rules, 183359, 4) == (16384, 512)
-    assert sd.capacity_defaults(rules, 24564, 2) == (4096, 48)
+    release = rel()
+    assert sd.capacity_defaults(release, 97887, 4) == (8192, 512)
+    assert sd.capacity_defaults(release, 97887, 2) == (8192, 256)
+    assert sd.capacity_defaults(release, 183359, 4) == (16384, 512)
+    assert sd.capacity_defaults(release, 24564, 2) == (4096, 48)
+    assert sd.capacity_defaults(rel('0.5.11'), 24564, 2) == (2048, 24)  # the apr family's <35 GiB bucket
     assert len(sd.prefill_graph_sizes(8192)) == 58
 
 
@@ -219,7 +238,7 @@ def test_capacity_buckets():
 # ---------------------------------------------------------------------------------------------------------------
 
 def plan_122b(gpu, **extra):
-    inputs = dict(model_config=M122['config'], gpu_profile=gpu, tp_size=4, sglang_version='0.5.23', max_tp=8)
+    inputs = dict(model_config=M122['config'], gpu_profile=gpu, tp_size=4, release=rel(), max_tp=8)
     inputs.update(MTP)
     inputs.update(extra)
     return vp.plan_with_recommendations(**inputs)
@@ -230,7 +249,7 @@ def test_122b_rtx6000_tp4_mtp_is_tight():
     assert result['mem_fraction_static'] == pytest.approx(0.849 * 0.92477, abs=1e-4)
     assert result['weights_gib_per_gpu'] == pytest.approx(58.3, abs=0.2)
     assert result['mamba_bytes_per_slot'] == 38412288
-    assert result['mamba_slots_per_request'] == 5  # extra_buffer (auto on 0.5.23) with overlap
+    assert result['mamba_slots_per_request'] == 5  # extra_buffer (auto on the pinned release) with overlap
     assert result['mamba_cache_slots'] == 111
     assert result['spec_state_gib'] == pytest.approx(3.29, abs=0.01)
     assert result['kv_bytes_per_token'] == 12288
@@ -299,7 +318,7 @@ def test_render():
 ])
 def test_tp_divisibility(tp, fragment):
     with pytest.raises(vp.PlanError) as exc:
-        vp.plan(model_config=M122['config'], gpu_memory_mib=183359, tp_size=tp)
+        plan(model_config=M122['config'], gpu_memory_mib=183359, tp_size=tp)
     assert exc.value.kind == 'tp'
     assert fragment in str(exc.value)
 
@@ -308,14 +327,14 @@ def test_tp_kv_replication_rule():
     text = dict(M122['config']['text_config'], num_key_value_heads=3, num_attention_heads=24)
     config = dict(M122['config'], text_config=text)
     with pytest.raises(vp.PlanError) as exc:
-        vp.plan(model_config=config, gpu_memory_mib=183359, tp_size=4)
+        plan(model_config=config, gpu_memory_mib=183359, tp_size=4)
     assert 'not a multiple of num_key_value_heads 3' in str(exc.value)
 
 
 def test_tp_linear_key_heads():
     config = dict(M122['config'], text_config=dict(M122['config']['text_config'], linear_num_key_heads=12))
     with pytest.raises(vp.PlanError) as exc:
-        vp.plan(model_config=config, gpu_memory_mib=183359, tp_size=8)
+        plan(model_config=config, gpu_memory_mib=183359, tp_size=8)
     assert 'linear_num_key_heads 12 is not divisible by tp 8' in str(exc.value)
 
 
@@ -323,10 +342,10 @@ def test_no_mtp_layers():
     text = dict(M122['config']['text_config'])
     del text['mtp_num_hidden_layers']
     with pytest.raises(vp.PlanError) as exc:
-        vp.plan(model_config=dict(M122['config'], text_config=text), gpu_profile=H200, tp_size=4, **MTP)
+        plan(model_config=dict(M122['config'], text_config=text), gpu_profile=H200, tp_size=4, **MTP)
     assert exc.value.kind == 'mtp' and 'has no MTP layers' in str(exc.value)
     # Without MTP the same config plans fine.
-    assert vp.plan(model_config=dict(M122['config'], text_config=text), gpu_profile=H200, tp_size=4)['fits']
+    assert plan(model_config=dict(M122['config'], text_config=text), gpu_profile=H200, tp_size=4)['fits']
 
 
 def test_mtp_tensors_missing_from_checkpoint(tmp_path):
@@ -336,27 +355,27 @@ def test_mtp_tensors_missing_from_checkpoint(tmp_path):
     config, total, names = vp.read_model_path(str(tmp_path))
     assert total == 250000000000 and config['model_type'] == 'qwen3_5_moe'
     with pytest.raises(vp.PlanError) as exc:
-        vp.plan(model_config=config, weights_bytes=total, weight_names=names, gpu_profile=H200, tp_size=4, **MTP)
+        plan(model_config=config, weights_bytes=total, weight_names=names, gpu_profile=H200, tp_size=4, **MTP)
     assert exc.value.kind == 'mtp' and 'mtp.*' in str(exc.value)
 
 
 def test_weights_exceed_memory():
     with pytest.raises(vp.PlanError) as exc:
-        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=2, **MTP)
+        plan(model_config=M122['config'], gpu_profile=RTX, tp_size=2, **MTP)
     assert exc.value.kind == 'weights'
     assert 'cannot load' in str(exc.value) and 'exceed the' in str(exc.value)
 
 
 def test_no_kv_budget_quotes_sglang_minimum():
     with pytest.raises(vp.PlanError) as exc:
-        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, mem_fraction_static=0.6, **MTP)
+        plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, mem_fraction_static=0.6, **MTP)
     assert exc.value.kind == 'weights'
     assert 'Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.600' in str(exc.value)
     suggested = exc.value.details['min_mem_fraction_static']
     assert 0.6 < suggested < 0.7
     # Just above SGLang's suggested minimum it starts (with a tiny pool).
     with pytest.raises(vp.PlanError):
-        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, mem_fraction_static=suggested - 0.01, **MTP)
+        plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, mem_fraction_static=suggested - 0.01, **MTP)
 
 
 def test_h100_tp4_default_fraction_cannot_serve():
@@ -370,24 +389,36 @@ def test_h100_tp4_default_fraction_cannot_serve():
 def test_quantized_needs_weights_bytes():
     config = dict(M397['config'])
     with pytest.raises(vp.PlanError) as exc:
-        vp.plan(model_config=config, gpu_profile=RTX, tp_size=8)
+        plan(model_config=config, gpu_profile=RTX, tp_size=8)
     assert 'give weights_bytes' in str(exc.value)
-    result = vp.plan(model_config=config, weights_bytes=M397['weights_bytes'], gpu_profile=RTX, tp_size=8)
+    result = plan(model_config=config, weights_bytes=M397['weights_bytes'], gpu_profile=RTX, tp_size=8)
     # 223 GiB / 8 minus the MTP head's share, which the target does not load without MTP.
     assert 27.0 < result['weights_gib_per_gpu'] < 223 / 8.0
     assert result['kv_bytes_per_token'] == 15360  # 15 full layers, one (replicated) KV head per rank
     assert result['fits']
 
 
-def test_unknown_version():
+def test_release_is_required_and_must_have_planner_rules():
+    with pytest.raises(sr.ReleaseError) as exc:
+        rel('0.5.99')
+    assert 'sglang 0.5.99: profiles/sglang_releases.yml has no entry for it; known releases: 0.5.9, 0.5.10' in str(exc.value)
     with pytest.raises(vp.PlanError) as exc:
-        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, sglang_version='0.5.99')
-    assert 'no planner rules recorded for sglang 0.5.99' in str(exc.value)
+        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4)
+    assert 'release is required' in str(exc.value)
+    # A flags-only release object (as tests of the flag rules build it) is no release for the planner.
+    with pytest.raises(vp.PlanError) as exc:
+        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4,
+                release=sr.release(TABLE, '0.5.20', need=('flags', 'defaults')))
+    assert 'release is required' in str(exc.value)
+    # The old keyword is gone.
+    with pytest.raises(vp.PlanError) as exc:
+        plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, sglang_version=PIN)
+    assert 'unknown planner inputs: sglang_version' in str(exc.value)
 
 
 def test_context_longer_than_model():
     with pytest.raises(vp.PlanError) as exc:
-        vp.plan(model_config=M122['config'], gpu_profile=H200, tp_size=4, context_length=1 << 20)
+        plan(model_config=M122['config'], gpu_profile=H200, tp_size=4, context_length=1 << 20)
     assert 'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN' in str(exc.value)
 
 
@@ -396,10 +427,20 @@ def test_context_longer_than_model():
 # ---------------------------------------------------------------------------------------------------------------
 
 def test_apr_spec_with_radix_raises_the_seed_error():
+    # 0.5.11 resolves auto to no_buffer and refuses it with MTP + radix: an explicit no_buffer raises the seed error.
     with pytest.raises(vp.PlanError) as exc:
-        plan_122b(H200, sglang_version='0.5.11')
+        plan_122b(H200, release=rel('0.5.11'), mamba_strategy='no_buffer')
+    assert exc.value.kind == 'sglang'
     assert 'no_buffer.To use radix cache with speculative decoding' in str(exc.value)
-    assert plan_122b(H200, sglang_version='0.5.11', mamba_strategy='extra_buffer')['mamba_slots_per_request'] == 5
+    assert plan_122b(H200, release=rel('0.5.11'), mamba_strategy='extra_buffer')['mamba_slots_per_request'] == 5
+    # auto takes the fix SGLang's message names (extra_buffer), as the renderer writes it on the command line.
+    auto = plan_122b(H200, release=rel('0.5.11'))
+    assert auto['mamba_strategy'] == 'extra_buffer' and auto['mamba_slots_per_request'] == 5
+    assert any('extra_buffer is rendered instead' in note for note in auto['notes'])
+    # Without MTP, 0.5.11's auto is no_buffer with the overlap schedule off.
+    plain = plan_122b(H200, release=rel('0.5.11'), speculative_num_draft_tokens=0, speculative_num_steps=None)
+    assert (plain['mamba_strategy'], plain['disable_overlap_schedule'], plain['mamba_slots_per_request']) == \
+        ('no_buffer', True, 3)
 
 
 def test_no_buffer_needs_overlap_off_on_0523():
@@ -447,4 +488,43 @@ def test_calibration_replaces_estimates():
 
 def test_unknown_input_rejected():
     with pytest.raises(vp.PlanError):
-        vp.plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, bogus=1)
+        plan(model_config=M122['config'], gpu_profile=RTX, tp_size=4, bogus=1)
+
+
+def test_extra_buffer_lazy_follows_the_release_choices():
+    # TODO(#17): extra_buffer_lazy is planned like extra_buffer until its own slot count is modelled.
+    lazy = plan_122b(H200, mamba_strategy='extra_buffer_lazy')
+    assert lazy['mamba_strategy'] == 'extra_buffer_lazy' and lazy['mamba_slots_per_request'] == 5
+    with pytest.raises(vp.PlanError) as exc:
+        plan_122b(H200, release=rel('0.5.11'), mamba_strategy='extra_buffer_lazy')
+    assert exc.value.kind == 'input'
+    assert "mamba_strategy 'extra_buffer_lazy' is not one of the choices of --mamba-scheduler-strategy in sglang " \
+        "0.5.11" in str(exc.value)
+    assert 'valid: auto, no_buffer, extra_buffer' in str(exc.value)
+
+
+def test_dtypes_are_checked_against_the_release_choices():
+    with pytest.raises(vp.PlanError) as exc:
+        plan_122b(H200, kv_cache_dtype='fp8-e4m3')
+    assert exc.value.kind == 'input'
+    assert "kv_cache_dtype 'fp8-e4m3' is not one of the choices of --kv-cache-dtype in sglang %s (nearest: fp8_e4m3)" \
+        % PIN in str(exc.value)
+    # A choice of the release the planner cannot size is refused as such, not guessed.
+    with pytest.raises(vp.PlanError) as exc:
+        plan_122b(H200, kv_cache_dtype='nvfp4')
+    assert 'accepts it, but the planner knows no byte size' in str(exc.value)
+    assert plan_122b(H200, kv_cache_dtype='bf16')['kv_bytes_per_token'] == 12288
+    with pytest.raises(vp.PlanError) as exc:
+        plan_122b(H200, mamba_ssm_dtype='fp16')
+    assert 'nearest: float16' in str(exc.value)
+    # Releases whose parser was not read record no choices: the planner's own sizes decide.
+    assert plan_122b(H200, release=rel('0.5.18'), kv_cache_dtype='fp8_e5m2')['kv_cache_dtype'] == 'fp8_e5m2'
+
+
+def test_extra_buffer_without_radix_by_release():
+    # 0.5.18's mamba hook refuses it; the pinned release only ignores it (same rule as the renderer).
+    with pytest.raises(vp.PlanError) as exc:
+        plan_122b(H200, release=rel('0.5.18'), radix_cache=False, mamba_strategy='extra_buffer', max_running_requests=16)
+    assert 'mamba extra_buffer is not compatible with --disable-radix-cache' in str(exc.value)
+    result = plan_122b(H200, radix_cache=False, mamba_strategy='extra_buffer', max_running_requests=16)
+    assert result['mamba_strategy'] is None and result['mamba_slots_per_request'] == 1

@@ -32,10 +32,15 @@ def run_module(args):
 
 MODEL = profile('models', 'qwen3.5-122b-a10b')
 RTX = profile('hardware', 'rtx-pro-6000-blackwell-server')
+with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
+    TABLE = yaml.safe_load(_handle)
+with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
+    PIN = yaml.safe_load(_handle)['version']
+RELEASE = dict(sglang_releases=TABLE, sglang_version=PIN)
 
 
 def test_plan_with_profiles():
-    kind, result = run_module(dict(model_config=MODEL['config'], gpu_profile=RTX, tp_size=4, sglang_version='0.5.23',
+    kind, result = run_module(dict(RELEASE, model_config=MODEL['config'], gpu_profile=RTX, tp_size=4,
                                    speculative_num_draft_tokens=4, speculative_num_steps=3, title='sglang-ct'))
     assert kind is AnsibleExitJson
     assert result['changed'] is False
@@ -52,9 +57,10 @@ def test_plan_with_profiles():
 
 
 def test_gpu_memory_mib_without_profile_and_defaults():
-    kind, result = run_module(dict(model_config=MODEL['config'], gpu_memory_mib=143771, tp_size=4))
+    kind, result = run_module(dict(RELEASE, model_config=MODEL['config'], gpu_memory_mib=143771, tp_size=4,
+                                   sglang_version='v%s' % PIN))
     assert kind is AnsibleExitJson
-    assert result['sglang_version'] == '0.5.23'
+    assert result['sglang_version'] == PIN
     assert result['details']['speculative']['enabled'] is False
     assert result['decode_roofline_tok_s']['no_mtp'] is None  # no bandwidth without a profile
 
@@ -63,7 +69,7 @@ def test_model_path(tmp_path):
     (tmp_path / 'config.json').write_text(json.dumps(MODEL['config']))
     (tmp_path / 'model.safetensors.index.json').write_text(json.dumps(dict(
         metadata=dict(total_size=250220000000), weight_map={'mtp.fc.weight': 'model-00039.safetensors'})))
-    kind, result = run_module(dict(model_path=str(tmp_path), gpu_profile=RTX, tp_size=4,
+    kind, result = run_module(dict(RELEASE, model_path=str(tmp_path), gpu_profile=RTX, tp_size=4,
                                    speculative_num_draft_tokens=4))
     assert kind is AnsibleExitJson
     assert result['details']['weights_detail']['source'] == 'weights_bytes'
@@ -72,7 +78,7 @@ def test_model_path(tmp_path):
 def test_model_config_path(tmp_path):
     path = tmp_path / 'config.json'
     path.write_text(json.dumps(MODEL['config']))
-    kind, result = run_module(dict(model_config_path=str(path), gpu_profile=RTX, tp_size=4))
+    kind, result = run_module(dict(RELEASE, model_config_path=str(path), gpu_profile=RTX, tp_size=4))
     assert kind is AnsibleExitJson and result['fits']
 
 
@@ -80,10 +86,18 @@ def test_model_config_path(tmp_path):
     (dict(tp_size=3), 'tp', 'not divisible by tp 3'),
     (dict(tp_size=2), 'weights', 'cannot load'),
     (dict(tp_size=4, mem_fraction_static=0.6), 'weights', 'Raise --mem-fraction-static above'),
-    (dict(tp_size=4, sglang_version='0.4.0'), 'sglang', 'no planner rules recorded'),
+    (dict(tp_size=4, sglang_version='0.4.0'), 'release', 'sglang 0.4.0: profiles/sglang_releases.yml has no entry'),
+    (dict(tp_size=4, sglang_version='0.5.20'), 'release', 'has flag rules but no planner rules for it'),
+    (dict(tp_size=4, sglang_releases={'release': {}}), 'release',
+     'unknown top-level key release (did you mean releases?)'),
+    (dict(tp_size=4, kv_cache_dtype='fp4'), 'input', "kv_cache_dtype 'fp4' is not one of the choices of "
+                                                     '--kv-cache-dtype in sglang'),
+    (dict(tp_size=4, mamba_strategy='extra-buffer'), 'input', 'nearest: extra_buffer'),
+    (dict(tp_size=4, mamba_ssm_dtype='fp32'), 'input', "mamba_ssm_dtype 'fp32' is not one of the choices"),
+    (dict(tp_size=4, mamba_strategy='no_buffer'), 'sglang', 'no_buffer do not support overlap schedule'),
 ])
 def test_failures(args, kind_expected, fragment):
-    base = dict(model_config=MODEL['config'], gpu_profile=RTX, speculative_num_draft_tokens=4)
+    base = dict(RELEASE, model_config=MODEL['config'], gpu_profile=RTX, speculative_num_draft_tokens=4)
     base.update(args)
     kind, result = run_module(base)
     assert kind is AnsibleFailJson
@@ -91,15 +105,31 @@ def test_failures(args, kind_expected, fragment):
     assert fragment in result['msg']
 
 
-def test_argspec_rejects_bad_choice():
-    with patch_module_args(dict(model_config=MODEL['config'], gpu_profile=RTX, tp_size=4, kv_cache_dtype='fp4')):
+def test_extra_buffer_lazy_and_the_release_choices():
+    kind, result = run_module(dict(RELEASE, model_config=MODEL['config'], gpu_profile=RTX, tp_size=4,
+                                   speculative_num_draft_tokens=4, mamba_strategy='extra_buffer_lazy'))
+    assert kind is AnsibleExitJson and result['details']['mamba_strategy'] == 'extra_buffer_lazy'
+    kind, result = run_module(dict(RELEASE, model_config=MODEL['config'], gpu_profile=RTX, tp_size=4,
+                                   sglang_version='0.5.11', mamba_strategy='extra_buffer_lazy'))
+    assert kind is AnsibleFailJson and result['kind'] == 'input'
+    assert 'valid: auto, no_buffer, extra_buffer' in result['msg']
+
+
+def test_argspec_requires_the_release_table_and_version():
+    with patch_module_args(dict(model_config=MODEL['config'], gpu_profile=RTX, tp_size=4)):
         with pytest.raises(AnsibleFailJson) as exc:
             vram_plan_info.main()
-    assert 'kv_cache_dtype' in exc.value.args[0]['msg']
+    assert 'sglang_releases' in exc.value.args[0]['msg'] and 'sglang_version' in exc.value.args[0]['msg']
+
+
+def test_check_mode_plans_too():
+    kind, result = run(vram_plan_info.main, dict(RELEASE, model_config=MODEL['config'], gpu_memory_mib=143771,
+                                                 tp_size=4), check_mode=True)
+    assert kind is AnsibleExitJson and not result['changed'] and result['kv_cache_tokens'] > 0
 
 
 def test_argspec_requires_gpu():
-    with patch_module_args(dict(model_config=MODEL['config'], tp_size=4)):
+    with patch_module_args(dict(RELEASE, model_config=MODEL['config'], tp_size=4)):
         with pytest.raises(AnsibleFailJson) as exc:
             vram_plan_info.main()
     assert 'gpu_memory_mib' in exc.value.args[0]['msg']

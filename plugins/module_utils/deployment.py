@@ -1,0 +1,273 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Resolve one SGLang server's deployment, once: precedence, validation, the VRAM plan, the command line.
+
+PRIVATE to the collection. ``resolve_server(ctx)`` returns ``(deployment, problems)``: the documented
+``llmops_deployment`` object (docs/deployment.md, schema 1) and the refusals found, each naming the variable, the
+value, the rule and the fix. The planner runs once and the renderer once, on the same resolved inputs, so the plan
+and the command line cannot describe two different servers. Variants (``llmops_variants``) are resolved the same
+way, with their overrides on top.
+
+``ctx`` (built by the deployment_info action from the host's variables; see plugins/action/deployment_info.py):
+  host, groups (group name -> hosts), settings + sources (deployment_inputs.read), profiles (pin, table, model,
+  gpu, model_names, gpu_names, dir), lxc_vars (the llmops_* settings of the container's Proxmox host, or None),
+  env_api_key_set, api_key, p2p_verdict, variables (raw, for the variants), role_options.
+"""
+
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, sglang_release
+from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.module_utils.deployment_engine import plan_inputs, render, run_plan
+from ansible_collections.llmops.inference.plugins.module_utils.deployment_server_checks import (
+    API_KEY,
+    INSTANCE,
+    check_gpus,
+    check_lxc,
+    check_model,
+    check_release_choice,
+    facts_of_host,
+    source_of,
+    speculative_of,
+)
+from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import BY_NAME, SERVING_SETTINGS
+from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown, render_text
+
+SCHEMA = 1
+_VARIANT = re.compile(r'^[A-Za-z0-9_.-]{1,64}$')
+_VARIANT_KEYS = ('name', 'description', 'overrides', 'mtp')
+
+
+def _settings_table(settings, sources, plan, rendered, model, draft_source, steps_source, tp_source):
+    serving = model.get('serving') or {}
+    table = {}
+    for key in SERVING_SETTINGS:
+        name = 'llmops_' + key
+        value = settings.get(name)
+        source = source_of(sources, name, 'default')
+        if key == 'tp_size':
+            value, source = settings['_tp'], tp_source
+        elif key in ('mem_fraction_static', 'max_running_requests', 'context_length'):
+            if value is None and plan:
+                value, source = plan.get(key), 'plan'
+        elif key in ('speculative_num_draft_tokens', 'speculative_num_steps'):
+            value, source = settings['_' + key], draft_source if key.endswith('tokens') else steps_source
+        elif key in ('reasoning_parser', 'tool_call_parser'):
+            if value is None:
+                value, source = serving.get(key), 'profile' if serving.get(key) else 'sglang default'
+        elif key == 'served_model_name':
+            value = rendered['served']
+            source = source if settings.get(name) is not None else 'profile'
+        elif key == 'mamba_strategy':
+            value = rendered['mamba_strategy']
+            if settings.get(name) in (None, 'auto'):
+                source = 'sglang default (auto resolved by the pinned release)'
+        elif source == 'default':
+            source = 'collection default' if BY_NAME[name]['default'] is not None else 'sglang default'
+        table[key] = dict(value=value, source=source)
+    return table
+
+
+def resolve_server(ctx, variant=None):
+    """(deployment, problems) of one SGLang server; deployment is None when nothing could be resolved."""
+    problems = ctx.get('problems') or Problems(ctx['host'])
+    settings, sources = ctx['settings'], ctx['sources']
+    prof = ctx['profiles']
+    where = ('variant %s: ' % variant) if variant else ''
+    for name in ('llmops_model_profile', 'llmops_gpu_profile'):
+        if not settings[name]:
+            problems.add(name, NOVALUE, 'is required for a host of sglang_servers', 'set %s (one of: %s)' % (
+                name, ', '.join(prof['model_names' if 'model' in name else 'gpu_names'])))
+    model, gpu = prof.get('model'), prof.get('gpu')
+    if model is None or gpu is None or prof.get('pin') is None:
+        return None, problems
+    try:
+        release = sglang_release.release(prof['table'], prof['pin']['version'])
+    except sglang_release.ReleaseError as exc:
+        problems.add('profiles/sglang.yml.version', prof['pin'].get('version'), str(exc),
+                     'pin a release that has both planner and flag rules, or add the missing rules', kind='release')
+        return None, problems
+    serving = model.get('serving') or {}
+
+    instance = settings['llmops_instance_name'] or settings['llmops_model_profile']
+    if not INSTANCE.match(instance or ''):
+        problems.add('llmops_instance_name', instance, 'letters, digits, dot, dash and underscore only (it names the '
+                     'unit sglang-<name>.service)', 'e.g. %s' % re.sub(r'[^A-Za-z0-9_.-]+', '-', instance or 'x'))
+    model_facts = check_model(ctx, settings, model, problems)
+    tp = settings['llmops_tp_size']
+    tp_source = source_of(sources, 'llmops_tp_size', 'profile')
+    if tp is None:
+        tp, tp_source = serving.get('tp_size'), 'profile'
+    settings = dict(settings)
+    settings['_tp'] = tp
+    indices = check_gpus(ctx, settings, tp, problems)
+    lxc = check_lxc(ctx, settings, tp, problems)
+    host_facts = facts_of_host(ctx, settings)
+
+    key_set = bool(ctx.get('api_key'))
+    key_warning = None
+    if not key_set and not settings['llmops_allow_no_api_key'] and not ctx.get('require_secrets', True):
+        key_warning = ('no API key in this environment: the deploy refuses to serve without one (export SGLANG_API_KEY '
+                       'on the controller, or set llmops_allow_no_api_key: true)')
+    elif not key_set and not settings['llmops_allow_no_api_key']:
+        problems.add('llmops_api_key', NOVALUE, 'no API key: SGLANG_API_KEY is not set on the controller and the '
+                     'inventory sets none', 'export SGLANG_API_KEY on the controller (or set llmops_api_key from a '
+                     'vault); llmops_allow_no_api_key: true serves without authentication')
+    elif key_set and not API_KEY.match(ctx['api_key']):
+        problems.add('llmops_api_key', '<secret>', 'may only contain letters, digits and . _ ~ + / = : @ - (it goes '
+                     'into an EnvironmentFile unquoted)', 'generate one with: openssl rand -hex 32')
+
+    for name, key in (('llmops_mamba_strategy', 'mamba_strategy'), ('llmops_mamba_ssm_dtype', 'mamba_ssm_dtype'),
+                      ('llmops_kv_cache_dtype', 'kv_cache_dtype'), ('llmops_attention_backend', 'attention_backend')):
+        check_release_choice(problems, release, name, settings[name], key, extra=('auto',))
+    for key in ('reasoning_parser', 'tool_call_parser'):
+        name = 'llmops_' + key
+        value = settings[name]
+        if value is None:
+            value = serving.get(key)
+            if value:
+                check_release_choice(problems, release, name, value, key,
+                                     where="the profile's serving.%s: " % key)
+        elif value:
+            check_release_choice(problems, release, name, value, key)
+    draft, steps, draft_source, steps_source = speculative_of(settings, serving, sources)
+    settings['_speculative_num_draft_tokens'], settings['_speculative_num_steps'] = draft, steps
+    if settings['llmops_plan_concurrency'] is not None and not settings['llmops_plan_concurrency']:
+        problems.add('llmops_plan_concurrency', [], 'needs at least one level', 'e.g. [1, 8, 32]')
+    venv = settings['llmops_sglang_venv'] or '/opt/sglang/venv-%s' % prof['pin']['version']
+    launcher = settings['llmops_sglang_launcher'] or [venv + '/bin/python', '-m', 'sglang.launch_server']
+
+    plan, plan_error = (None, None)
+    rendered = None
+    if not problems:
+        inputs = plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps)
+        plan, plan_error = run_plan(ctx, settings, inputs, problems)
+        if plan is not None:
+            title = '%s: %s on %dx %s, TP%d' % (ctx['host'], model.get('name'), tp, gpu.get('display_name') or
+                                                gpu.get('name'), tp)
+            if not plan['fits'] and settings['llmops_plan_must_fit']:
+                problems.add('llmops_plan_min_headroom_gib', settings['llmops_plan_min_headroom_gib'],
+                             '%s: %s' % (plan['verdict'], (plan['limits'] or [''])[0]),
+                             'read the plan (make plan, plan.md) and apply one of its recommendations, or set '
+                             'llmops_plan_must_fit: false', kind='plan_fit')
+            rendered = render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_facts, host_facts,
+                              indices, problems)
+            flags = rendered['argv'] if rendered else None
+            plan['report_markdown'] = render_markdown(plan, title, flags)
+            plan['report_lines'] = render_text(plan, title)
+            plan['title'] = title
+    argv = rendered['argv'] if rendered else []
+    command = list(launcher) + argv
+    environment = rendered['env'] if rendered else {}
+    served = model_facts['served_model_name']
+    http_host = settings['llmops_http_host']
+    url_host = '127.0.0.1' if http_host in ('0.0.0.0', '::', '') else http_host
+    if ':' in url_host and not url_host.startswith('['):
+        url_host = '[%s]' % url_host
+    spec = None
+    if rendered and rendered.get('speculative'):
+        spec = dict(rendered['speculative'])
+        spec['expected_accept_length'] = (serving.get('speculative') or {}).get('expected_accept_length')
+    deployment = dict(
+        schema=SCHEMA, kind='sglang_server', host=ctx['host'], instance=instance, unit='sglang-%s.service' % instance,
+        profiles=dict(dir=prof['dir'], model=settings['llmops_model_profile'], gpu=settings['llmops_gpu_profile']),
+        sglang=dict(version=prof['pin']['version'],
+                    packages=['%s==%s' % (k, v) for k, v in sorted((prof['pin'].get('packages') or {}).items())],
+                    venv=venv, python=venv + '/bin/python', launcher=list(launcher),
+                    rules=dict(family=release.get('planner_family'), source=release.get('source')),
+                    parser_python=settings['llmops_parser_python']),
+        model=model_facts,
+        gpus=dict(profile=settings['llmops_gpu_profile'], display_name=gpu.get('display_name') or gpu.get('name'),
+                  indices=indices, count=len(indices) if indices else tp, compute_capability=gpu.get('compute_capability'),
+                  memory_total_mib=gpu.get('memory_total_mib')),
+        parallel=dict(tp_size=tp, pp_size=1, nnodes=1, node_rank=0),
+        http=dict(host=http_host, port=settings['llmops_http_port'],
+                  url='http://%s:%s' % (url_host, settings['llmops_http_port'])),
+        auth=dict(api_key_set=key_set, allow_no_api_key=settings['llmops_allow_no_api_key']),
+        lxc=lxc, host_facts=host_facts,
+        settings=None, plan=plan, plan_error=plan_error,
+        argv=argv, command=command, exec_start=sglang_flags.exec_start(command),
+        environment=environment,
+        environment_lines=[sglang_flags.systemd_quote('%s=%s' % kv) for kv in sorted(environment.items())],
+        speculative=spec, mamba_strategy=rendered['mamba_strategy'] if rendered else None,
+        nccl=dict(p2p_disable=bool(rendered and rendered['nccl_p2p_disable']),
+                  reason=rendered['nccl_p2p_reason'] if rendered else None, p2p_verdict=ctx.get('p2p_verdict') or ''),
+        deploy=dict(check_driver=settings['llmops_deploy_check_driver'],
+                    check_gpus=settings['llmops_deploy_check_gpus'], p2p_check=settings['llmops_deploy_p2p_check'],
+                    p2p_recheck=settings['llmops_p2p_recheck'],
+                    remove_previous_model=settings['llmops_remove_previous_model']),
+        notes=list(rendered['notes']) if rendered else [],
+        warnings=list(rendered['warnings']) if rendered else [],
+        variants=[],
+    )
+    if key_warning:
+        deployment['warnings'].append(key_warning)
+    asked = settings['llmops_max_running_requests']
+    if plan and asked is not None and plan.get('max_running_requests') != asked:
+        deployment['warnings'].append(
+            'llmops_max_running_requests %d: SGLang caps it to %d (%s); the unit renders %d'
+            % (asked, plan['max_running_requests'], plan.get('max_running_requests_bound_by'),
+               plan['max_running_requests']))
+    if not model_facts['revision_is_commit'] and model_facts['revision']:
+        deployment['warnings'].append(
+            'revision %s of %s is a branch or tag: it is resolved at every run and a re-run may download another '
+            'model; pin a 40-hex commit in llmops_model_revision' % (model_facts['revision'], model_facts['repo_id']))
+    if rendered and rendered.get('speculative'):
+        # What runs (topk 1 forces draft tokens = steps + 1), not what was asked.
+        settings['_speculative_num_draft_tokens'] = rendered['speculative']['num_draft_tokens']
+    if rendered:
+        deployment['settings'] = _settings_table(settings, sources, plan, dict(
+            served=served, mamba_strategy=deployment['mamba_strategy']), model, draft_source, steps_source, tp_source)
+    if where:
+        for item in problems.items:
+            if not item.get('_prefixed'):
+                item['variable'] = where + item['variable']
+                item['_prefixed'] = True
+    return deployment, problems
+
+
+def check_variants(variants, problems):
+    """The shape of llmops_variants; returns the valid entries."""
+    out, names = [], set()
+    for index, variant in enumerate(variants or []):
+        where = 'llmops_variants[%d]' % index
+        if not isinstance(variant, dict):
+            problems.add(where, variant, 'must be a mapping {name, description, overrides, mtp}',
+                         'e.g. {name: no-mtp, overrides: {llmops_speculative_num_draft_tokens: 0}}')
+            continue
+        unknown = sorted(set(variant) - set(_VARIANT_KEYS))
+        for key in unknown:
+            close = nearest(key, _VARIANT_KEYS)
+            problems.add('%s.%s' % (where, key), variant[key], 'unknown key of a variant (%s)' % ', '.join(_VARIANT_KEYS),
+                         'rename it to %s' % close if close else 'remove it')
+        name = variant.get('name')
+        if not isinstance(name, str) or not _VARIANT.match(name):
+            problems.add('%s.name' % where, name, 'letters, digits, . _ - (it names result directories)',
+                         'e.g. no-mtp')
+            continue
+        if name in names or name == 'original':
+            problems.add('%s.name' % where, name, 'names must be unique and not "original"', 'rename it')
+            continue
+        names.add(name)
+        overrides = variant.get('overrides') or {}
+        if not isinstance(overrides, dict):
+            problems.add('%s.overrides' % where, overrides, 'must be a mapping of llmops_* settings',
+                         'e.g. {llmops_speculative_num_draft_tokens: 0}')
+            continue
+        bad = [k for k in overrides if k not in BY_NAME]
+        for key in bad:
+            close = nearest(key, BY_NAME)
+            problems.add('%s.overrides.%s' % (where, key), overrides[key], 'no such llmops_* setting',
+                         'rename it to %s' % close if close else 'remove it')
+        if bad:
+            continue
+        out.append(dict(name=name, description=str(variant.get('description') or ''), overrides=dict(overrides),
+                        mtp=variant.get('mtp')))
+    return out

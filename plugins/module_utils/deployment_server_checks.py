@@ -1,0 +1,191 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The server-side checks of one deployment: model source and destination, GPUs, container placement, choices.
+
+PRIVATE to the collection. Pure functions over the coerced settings (deployment_inputs.read) and the profiles;
+each adds its refusals to the host's Problems and returns what it resolved. Used by deployment.resolve_server.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import posixpath
+import re
+
+from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, nearest
+
+REPO = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$')
+REVISION = re.compile(r'^[A-Za-z0-9._/-]{1,255}$')
+COMMIT = re.compile(r'^[0-9a-f]{40}$')
+INSTANCE = re.compile(r'^[A-Za-z0-9_.-]{1,64}$')
+API_KEY = re.compile(r'^[A-Za-z0-9._~+/=:@-]*$')
+_VARIANT = re.compile(r'^[A-Za-z0-9_.-]{1,64}$')
+
+
+def pick(*values):
+    for value in values:
+        if value is not None:
+            return value
+    return None
+
+
+def source_of(sources, name, fallback):
+    src = sources.get(name, 'default')
+    return src if src in ('inventory', 'override') else fallback
+
+
+def norm_path(value):
+    return posixpath.normpath(value) if value else value
+
+
+def under(path, roots):
+    for root in roots:
+        root = norm_path(root).rstrip('/') or '/'
+        if root == '/' or path == root or path.startswith(root + '/'):
+            return root
+    return None
+
+
+def release_choices(release, key):
+    return (release.get('choices') or {}).get(key)
+
+
+def check_release_choice(problems, release, name, value, key, extra=(), where=''):
+    """A value the pinned release's own argparse must accept (skipped when the table has no list for it)."""
+    if value is None or value in extra:
+        return
+    choices = release_choices(release, key)
+    if not choices or value in choices:
+        return
+    close = nearest(value, choices)
+    problems.add(name, value, '%snot one of the %s choices of SGLang %s (%s)' % (where, key, release['version'],
+                 ', '.join(choices)), 'use %r (nearest)' % close if close else 'use one of them')
+
+
+def model_path(settings, repo_id, problems):
+    path = settings['llmops_model_path']
+    if path:
+        return norm_path(path), 'llmops_model_path'
+    base = settings['llmops_model_dir']
+    if not base:
+        problems.add('llmops_model_dir', NOVALUE, 'is required (where the checkpoint goes on the server)',
+                     'set llmops_model_dir (e.g. /srv/models) or llmops_model_path')
+        return None, 'llmops_model_dir'
+    return norm_path(posixpath.join(base, (repo_id or '').split('/')[-1] or 'model')), 'llmops_model_dir'
+
+
+def check_model(ctx, settings, model, problems):
+    repo_id = settings['llmops_model_repo_id'] or model.get('hf_repo')
+    if not repo_id:
+        problems.add('llmops_model_repo_id', NOVALUE, 'no repository: the profile has no hf_repo',
+                     'set llmops_model_repo_id to org/name')
+    elif not REPO.match(repo_id) or '--' in repo_id or '..' in repo_id:
+        problems.add('llmops_model_repo_id' if settings['llmops_model_repo_id'] else 'models/%s.yml.hf_repo'
+                     % settings['llmops_model_profile'], repo_id, 'must be a Hugging Face repository id org/name '
+                     '(letters, digits, . _ -)', 'e.g. Qwen/Qwen3.5-122B-A10B')
+    revision = settings['llmops_model_revision'] or model.get('hf_revision') or 'main'
+    if not REVISION.match(revision) or '..' in revision:
+        problems.add('llmops_model_revision', revision, 'must be a 40-hex commit sha, a branch or a tag',
+                     'pin the commit you verified, e.g. llmops_model_revision: <40 lower-case hex digits>')
+    elif re.match(r'^[0-9a-fA-F]{40}$', revision) and not COMMIT.match(revision):
+        problems.add('llmops_model_revision', revision, 'a commit sha is lower-case hex on the Hub',
+                     'use %s' % revision.lower())
+    path, path_var = model_path(settings, repo_id, problems)
+    forbidden = settings['llmops_forbidden_paths'] or []
+    for index, root in enumerate(forbidden):
+        if not str(root).startswith('/'):
+            problems.add('llmops_forbidden_paths[%d]' % index, root, 'must be an absolute path', 'e.g. /data')
+    if path is not None:
+        if not path.startswith('/') or path.count('/') < 2:
+            problems.add(path_var, settings[path_var] or path, 'must be absolute and at least two levels deep (the '
+                         'directory is replaced as a whole)', 'set %s to an absolute path such as %s' % (
+                             path_var, '/srv/models' if path_var == 'llmops_model_dir' else '/srv/models/<name>'))
+        else:
+            hit = under(path, [r for r in forbidden if str(r).startswith('/')])
+            if hit:
+                problems.add(path_var, settings[path_var] or path, 'the model would go to %s, under the forbidden '
+                             'path %s (llmops_forbidden_paths; after normalising the path)' % (path, hit),
+                             'set %s outside %s, e.g. /shared/models' % (path_var, hit))
+    served = pick(settings['llmops_served_model_name'], model.get('served_model_name'), path)
+    if served and ':' in str(served):
+        problems.add('llmops_served_model_name', served, "SGLang reserves ':' for LoRA adapters (model:adapter)",
+                     'use %s' % str(served).replace(':', '-'))
+    return dict(profile=settings['llmops_model_profile'], repo_id=repo_id, revision=revision,
+                revision_is_commit=bool(COMMIT.match(revision or '')), path=path, served_model_name=served,
+                forbidden_paths=list(forbidden), weights_bytes=model.get('weights_bytes'))
+
+
+def check_gpus(ctx, settings, tp, problems):
+    indices = settings['llmops_gpu_indices'] or []
+    bad = [i for i in indices if i < 0]
+    if bad:
+        problems.add('llmops_gpu_indices', indices, 'nvidia-smi indices are >= 0', 'list the indices nvidia-smi shows')
+    if len(set(indices)) != len(indices):
+        problems.add('llmops_gpu_indices', indices, 'each GPU index once', 'remove the duplicates')
+    if indices and tp is not None and len(indices) != tp:
+        problems.add('llmops_gpu_indices', indices, 'TP %d needs exactly %d GPU indices' % (tp, tp),
+                     'list %d distinct indices, or set llmops_tp_size: %d' % (tp, len(indices)))
+    return indices
+
+
+def check_lxc(ctx, settings, tp, problems):
+    host = settings['llmops_lxc_host']
+    ctid, node = settings['llmops_lxc_ctid'], settings['llmops_lxc_numa_node']
+    if not host:
+        for name, value in (('llmops_lxc_ctid', ctid), ('llmops_lxc_numa_node', node)):
+            if value is not None:
+                problems.add(name, value, 'is set but llmops_lxc_host is not (a bare-metal server has no container)',
+                             'set llmops_lxc_host to the Proxmox host of the container, or remove %s' % name)
+        return None
+    proxmox = (ctx.get('groups') or {}).get('proxmox_hosts') or []
+    if host not in proxmox:
+        close = nearest(host, proxmox)
+        problems.add('llmops_lxc_host', host, 'not a host of the group proxmox_hosts (%s)' % (', '.join(proxmox) or
+                     'the group is empty'), 'use %s' % close if close else 'add the Proxmox host to proxmox_hosts')
+    invalid = [n for n, s in (ctx.get('sources') or {}).items() if s == 'invalid']
+    if ctid is None and 'llmops_lxc_ctid' not in invalid:
+        problems.add('llmops_lxc_ctid', NOVALUE, 'a container needs its VMID', 'set llmops_lxc_ctid (e.g. 101)')
+    if node is None and 'llmops_lxc_numa_node' not in invalid:
+        problems.add('llmops_lxc_numa_node', NOVALUE, "a container needs the NUMA node whose GPUs it gets",
+                     'set llmops_lxc_numa_node')
+    pve = ctx.get('lxc_vars')
+    if pve is not None and node is not None:
+        nvidia = pve.get('llmops_host_nvidia_numa_nodes') or []
+        vfio = pve.get('llmops_host_vfio_numa_nodes') or []
+        if node in vfio:
+            problems.add('llmops_lxc_numa_node', node, 'NUMA node %d of %s goes to vfio-pci (llmops_host_vfio_numa_nodes '
+                         '%s): its GPUs are unbound from nvidia for the VMs' % (node, host, vfio),
+                         'use a node of llmops_host_nvidia_numa_nodes %s' % nvidia)
+        elif node not in nvidia:
+            problems.add('llmops_lxc_numa_node', node, 'NUMA node %d is not in llmops_host_nvidia_numa_nodes %s of %s'
+                         % (node, nvidia, host), 'use one of %s, or add %d there' % (nvidia, node))
+        cards = [g for g in (pve.get('llmops_host_gpus') or []) if isinstance(g, dict) and g.get('numa_node') == node]
+        if tp is not None and pve.get('llmops_host_gpus') and len(cards) < tp:
+            problems.add('llmops_lxc_numa_node', node, 'NUMA node %d of %s has %d GPU(s), TP %d needs %d'
+                         % (node, host, len(cards), tp, tp), 'lower llmops_tp_size or use another node')
+    return dict(host=host, ctid=ctid, numa_node=node)
+
+
+def facts_of_host(ctx, settings):
+    pve = ctx.get('lxc_vars')
+    if pve is not None:
+        return dict(sev_snp=bool(pve.get('llmops_host_sev_snp')), nccl_p2p_trusted=pve.get('llmops_nccl_p2p_trusted'))
+    return dict(sev_snp=bool(settings['llmops_host_sev_snp']), nccl_p2p_trusted=settings['llmops_nccl_p2p_trusted'])
+
+
+def speculative_of(settings, serving, sources):
+    spec = serving.get('speculative') or {}
+    draft = settings['llmops_speculative_num_draft_tokens']
+    draft_source = source_of(sources, 'llmops_speculative_num_draft_tokens', 'profile')
+    if draft is None:
+        draft = spec.get('num_draft_tokens') or 0
+        draft_source = 'profile' if spec else 'sglang default'
+    steps = settings['llmops_speculative_num_steps']
+    steps_source = source_of(sources, 'llmops_speculative_num_steps', 'profile')
+    if steps is None:
+        steps = spec.get('num_steps')
+        steps_source = 'profile' if steps is not None else 'sglang default'
+    return int(draft), steps, draft_source, steps_source

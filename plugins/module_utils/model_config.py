@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The architecture facts of a model, from its config.json or the ``config:`` block of a model profile.
+
+PRIVATE to the collection. Pure, stdlib only. ONE normalisation for the VRAM planner (vram_plan) and the flag
+renderer (sglang_flags), so both read the same architecture, layer layout, MTP head and quantization. Multimodal
+Qwen3.5 configs nest the language model under ``text_config`` (and the vision tower under ``vision_config``); a key
+is looked up there first, then at the top level, as SGLang's config classes do.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# The sizes without which the planner cannot compute anything (the renderer needs none of them).
+SIZE_KEYS = ('hidden_size', 'num_hidden_layers', 'num_attention_heads')
+
+
+class ModelConfigError(ValueError):
+    """The config is not a mapping, or a value in it is not a number where one is needed."""
+
+
+def _get(text, root, key, default=None):
+    if key in text and text[key] is not None:
+        return text[key]
+    if key in root and root[key] is not None:
+        return root[key]
+    return default
+
+
+def _int(text, root, key, default=0):
+    value = _get(text, root, key, default)
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        raise ModelConfigError('model config: %s must be a number, got %r' % (key, value))
+
+
+def model_facts(config, architectures):
+    """Normalise a (possibly multimodal, nested ``text_config``) HF config into the facts planner and renderer need.
+
+    config:        a config.json as a dict, the ``config:`` block of a model profile, or None / {} (a profile without
+                   one: ``sized`` is then False and only the defaults below are known)
+    architectures: the ``architectures`` of a resolved release (sglang_release.release()): the ``hybrid_gdn`` and
+                   ``multimodal`` name sets
+
+    Keys: arch ('unknown' when the config names none), model_type, sized (all of SIZE_KEYS present), missing (the
+    absent SIZE_KEYS), hidden, layers, heads, kv_heads, head_dim, v_head_dim, attn_output_gate, full_layer_ids,
+    n_full, n_linear, hybrid, extra_buffer_supported, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, conv_kernel,
+    experts, top_k, moe_inter, shared_inter, dense_inter, vocab, tied, context (max_position_embeddings, 0 when
+    unknown), ssm_dtype, dtype, quant_method, kv_cache_quant_algo, mtp_layers (0 when unknown), mtp_layers_known,
+    nextn_in_config, vision, multimodal.
+    """
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise ModelConfigError('model config must be a mapping (a config.json or the config section of a profile), '
+                               'got %s' % type(config).__name__)
+    text = config.get('text_config') or config
+    if not isinstance(text, dict):
+        raise ModelConfigError('model config: text_config must be a mapping')
+    archs = config.get('architectures') or text.get('architectures') or ['unknown']
+    arch = archs[0]
+    missing = [key for key in SIZE_KEYS if _get(text, config, key) is None]
+    hidden = _int(text, config, 'hidden_size')
+    layers = _int(text, config, 'num_hidden_layers')
+    heads = _int(text, config, 'num_attention_heads')
+    kv_heads = _int(text, config, 'num_key_value_heads', heads)
+    head_dim = _int(text, config, 'head_dim', hidden // heads if heads else 0)
+    interval = _get(text, config, 'full_attention_interval')
+    layer_types = _get(text, config, 'layer_types')
+    linear_v_heads = _int(text, config, 'linear_num_value_heads')
+    if linear_v_heads and interval:
+        # Qwen3NextConfig.layers_block_type: SGLang derives the layout from full_attention_interval.
+        full_ids = [i for i in range(layers) if (i + 1) % int(interval) == 0]
+    elif linear_v_heads and layer_types:
+        full_ids = [i for i, kind in enumerate(layer_types) if kind in ('full_attention', 'attention')]
+    else:
+        full_ids = list(range(layers))
+    linear = bool(linear_v_heads) and (len(full_ids) < layers or not layers)
+    quant = _get(text, config, 'quantization_config') or {}
+    vision = config.get('vision_config')
+    mtp_layers = _get(text, config, 'mtp_num_hidden_layers')
+    nextn = _get(text, config, 'num_nextn_predict_layers')
+    return dict(
+        arch=arch,
+        model_type=config.get('model_type') or text.get('model_type'),
+        sized=not missing, missing=missing,
+        hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        v_head_dim=_int(text, config, 'v_head_dim', head_dim),
+        attn_output_gate=bool(_get(text, config, 'attn_output_gate', False)),
+        full_layer_ids=full_ids, n_full=len(full_ids), n_linear=layers - len(full_ids) if linear else 0,
+        hybrid=linear or arch in architectures['hybrid_gdn'],
+        extra_buffer_supported=arch in architectures['hybrid_gdn'],
+        lin_k_heads=_int(text, config, 'linear_num_key_heads'),
+        lin_v_heads=linear_v_heads,
+        lin_k_dim=_int(text, config, 'linear_key_head_dim'),
+        lin_v_dim=_int(text, config, 'linear_value_head_dim'),
+        conv_kernel=_int(text, config, 'linear_conv_kernel_dim', 4) or 4,
+        experts=_int(text, config, 'num_experts'),
+        top_k=_int(text, config, 'num_experts_per_tok'),
+        moe_inter=_int(text, config, 'moe_intermediate_size'),
+        shared_inter=_int(text, config, 'shared_expert_intermediate_size'),
+        dense_inter=_int(text, config, 'intermediate_size'),
+        vocab=_int(text, config, 'vocab_size'),
+        tied=bool(_get(text, config, 'tie_word_embeddings', False)),
+        context=_int(text, config, 'max_position_embeddings'),
+        ssm_dtype=_get(text, config, 'mamba_ssm_dtype', 'float32'),
+        dtype=str(_get(text, config, 'dtype', _get(text, config, 'torch_dtype', 'bfloat16'))).replace('torch.', ''),
+        quant_method=quant.get('quant_method') if isinstance(quant, dict) else None,
+        kv_cache_quant_algo=quant.get('kv_cache_quant_algo') if isinstance(quant, dict) else None,
+        mtp_layers=int(mtp_layers if mtp_layers is not None else (nextn or 0)),
+        mtp_layers_known=mtp_layers is not None or nextn is not None,
+        nextn_in_config=nextn is not None,
+        vision=vision if isinstance(vision, dict) else None,
+        multimodal=arch in architectures['multimodal'] or isinstance(vision, dict),
+    )

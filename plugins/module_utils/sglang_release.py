@@ -1,0 +1,297 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The SGLang release table (profiles/sglang_releases.yml): validation and one resolved release.
+
+PRIVATE to the collection. Pure, stdlib only. The table is data (the file documents its shape at the top); this
+module refuses a table with an unknown or missing key (naming the nearest known key), and ``release()`` turns one
+version into the object the planner (``vram_plan.plan(release=...)``) and the renderer
+(``sglang_flags.render(release, ...)``) take, refusing versions that lack either the planner or the flag rules, so a
+plan and a command line always come from the same, fully read release.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import difflib
+import re
+
+TABLE_PATH = 'profiles/sglang_releases.yml'
+
+_NUMBER = (int, float)
+_STRING = (type(u''), str)
+
+# key -> (required, check). A check is a callable(value) -> bool plus a description for the message.
+_IS_BOOL = (lambda v: isinstance(v, bool), 'true or false')
+_IS_INT = (lambda v: isinstance(v, int) and not isinstance(v, bool), 'an integer')
+_IS_NUMBER = (lambda v: isinstance(v, _NUMBER) and not isinstance(v, bool), 'a number')
+_IS_STR = (lambda v: isinstance(v, _STRING) and bool(v), 'a non-empty string')
+_IS_STR_OR_NULL = (lambda v: v is None or (isinstance(v, _STRING) and bool(v)), 'a string or null')
+_IS_INT_OR_NULL = (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)), 'an integer or null')
+_IS_STR_LIST = (lambda v: isinstance(v, list) and all(isinstance(i, _STRING) and i for i in v), 'a list of strings')
+
+
+def _is_buckets(value):
+    if not isinstance(value, list) or not value:
+        return False
+    for row in value:
+        if not isinstance(row, list) or len(row) != 4:
+            return False
+        if not (row[0] is None or isinstance(row[0], _NUMBER)):
+            return False
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in row[1:]):
+            return False
+    return value[-1][0] is None
+
+
+def _is_unknown_gpu(value):
+    return (isinstance(value, dict) and sorted(value) == ['chunked_prefill_size', 'cuda_graph_max_bs',
+                                                          'mem_fraction_static']
+            and isinstance(value['chunked_prefill_size'], int) and isinstance(value['cuda_graph_max_bs'], int)
+            and isinstance(value['mem_fraction_static'], _NUMBER))
+
+
+def _is_backend_map(value):
+    return isinstance(value, dict) and all(isinstance(k, _STRING) and _IS_STR_LIST[0](v) for k, v in value.items())
+
+
+PLANNER_KEYS = {
+    'source': _IS_STR,
+    'buckets': (_is_buckets, 'a list of [GiB limit or null, chunked_prefill_size, max_bs tp<4, max_bs tp>=4] rows '
+                'ending with a null limit'),
+    'unknown_gpu': (_is_unknown_gpu, 'a mapping of chunked_prefill_size, cuda_graph_max_bs, mem_fraction_static'),
+    'spec_reserve_mib': _IS_NUMBER,
+    'draft_weights_before_sizing': _IS_BOOL,
+    'draft_kv_in_budget': _IS_BOOL,
+    'prefill_graph_term': _IS_BOOL,
+    'mm_reserve_mib': _IS_NUMBER,
+    'padded_mamba_pool': _IS_BOOL,
+    'cap_requested_by_estimate': _IS_BOOL,
+    'sm100_hybrid_page_size': _IS_INT_OR_NULL,
+}
+FLAG_KEYS = {
+    'mamba_flag': _IS_STR_OR_NULL,
+    'mamba_choices': _IS_STR_LIST,
+    'mamba_auto': (lambda v: v in ('extra_buffer', 'no_buffer'), 'extra_buffer or no_buffer'),
+    'spec_v2_env': (lambda v: v in ('required', 'default_on', 'removed'), 'required, default_on or removed'),
+    'spec_radix_no_buffer': _IS_BOOL,
+    'no_buffer_needs_no_overlap': _IS_BOOL,
+    'extra_buffer_needs_radix': _IS_BOOL,
+    'spec_v2_topk1': _IS_BOOL,
+    'pp_spec_message': _IS_STR,
+    'parallel_begin': _IS_STR,
+    'parallel_end': _IS_STR,
+}
+DEFAULT_KEYS = {
+    'speculative_max_running_requests': _IS_INT,
+    'speculative_auto_params': (lambda v: isinstance(v, list) and len(v) == 3 and all(
+        isinstance(i, int) and not isinstance(i, bool) for i in v), '[steps, topk, draft tokens]'),
+    'mamba_cache_ratio': _IS_INT,
+    'mamba_full_memory_ratio': _IS_NUMBER,
+    'mamba_track_interval': _IS_INT,
+    'fla_chunk_size': _IS_INT,
+    'max_prefill_tokens': _IS_INT,
+}
+# Options whose argparse choices a release may record (argparse dest names; the collection's option names too).
+CHOICE_OPTIONS = ('reasoning_parser', 'tool_call_parser', 'kv_cache_dtype', 'mamba_ssm_dtype', 'attention_backend',
+                  'quantization', 'moe_runner_backend')
+ARCHITECTURE_KEYS = {
+    'source': _IS_STR,
+    'hybrid_gdn': _IS_STR_LIST,
+    'multimodal': _IS_STR_LIST,
+    'breakable_graph_multimodal': _IS_STR_LIST,
+    'blackwell_gdn_backends': (_is_backend_map, 'a mapping of compute-capability major to a list of backends'),
+}
+RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults')
+TOP_KEYS = ('planner_families', 'architectures', 'releases', 'shared')
+
+# What to read for a release that lacks a kind of rules, and where it goes.
+_WHAT_TO_READ = {
+    'planner': ('planner rules', 'planner', "read that release's memory planner (arg_groups/memory_hook.py, "
+                'mem_cache/kv_cache_configurator.py) and add it'),
+    'flags': ('flag rules', 'flags', "read that release's server arguments (server_args.py, arg_groups/, environ.py) "
+              'and add them'),
+    'defaults': ('server-argument defaults', 'defaults', "read that release's defaults (arg_groups/speculative_hook.py, "
+                 'the --mamba-* fields) and add them'),
+}
+
+
+class ReleaseError(ValueError):
+    """The release table is malformed, or a release cannot be used."""
+
+
+def version_key(version):
+    """Sort key of a version string ('0.5.9' < '0.5.10')."""
+    return tuple(int(part) for part in re.findall(r'\d+', str(version)))
+
+
+def normalize_version(version):
+    """'v1.2.3 ' -> '1.2.3'; ReleaseError when empty."""
+    text = '' if version is None else str(version).strip()
+    if text[:1] in ('v', 'V'):
+        text = text[1:]
+    if not text:
+        raise ReleaseError('sglang_version is required (pass the pin, `version:` of profiles/sglang.yml)')
+    return text
+
+
+def nearest(value, options):
+    """The closest of options to value (difflib), or None."""
+    match = difflib.get_close_matches(str(value), [str(o) for o in options], n=1, cutoff=0.5)
+    return match[0] if match else None
+
+
+def _did_you_mean(value, options):
+    best = nearest(value, options)
+    return ' (did you mean %s?)' % best if best else ''
+
+
+def _check_keys(where, mapping, spec, required=True):
+    """Refuse unknown keys (naming the nearest), missing keys and values of the wrong kind."""
+    if not isinstance(mapping, dict):
+        raise ReleaseError('%s: %s must be a mapping, got %s' % (TABLE_PATH, where, type(mapping).__name__))
+    for key in mapping:
+        if key not in spec:
+            raise ReleaseError('%s: unknown key %s in %s%s; known keys: %s'
+                               % (TABLE_PATH, key, where, _did_you_mean(key, spec), ', '.join(sorted(spec))))
+    if required:
+        missing = sorted(key for key in spec if key not in mapping)
+        if missing:
+            raise ReleaseError('%s: %s lacks %s' % (TABLE_PATH, where, ', '.join(missing)))
+    for key, value in mapping.items():
+        check, what = spec[key]
+        if not check(value):
+            raise ReleaseError('%s: %s.%s must be %s, got %r' % (TABLE_PATH, where, key, what, value))
+
+
+def load_table(data):
+    """Validate a parsed profiles/sglang_releases.yml and return a normalised copy of it.
+
+    ``data`` is the mapping ``yaml.safe_load`` (or Ansible's ``from_yaml``) gives. Unknown keys anywhere are refused
+    with the nearest known key; every planner family, the architecture sets and each release's ``flags``,
+    ``choices`` and ``defaults`` are type-checked. The ``shared:`` section only holds YAML anchors and is dropped.
+    Raises ReleaseError.
+    """
+    if not isinstance(data, dict) or not data:
+        raise ReleaseError('%s: the release table must be a non-empty mapping (pass the parsed file: '
+                           "lookup('ansible.builtin.file', '%s') | from_yaml)" % (TABLE_PATH, TABLE_PATH))
+    for key in data:
+        if key not in TOP_KEYS:
+            raise ReleaseError('%s: unknown top-level key %s%s; known keys: %s'
+                               % (TABLE_PATH, key, _did_you_mean(key, TOP_KEYS), ', '.join(TOP_KEYS)))
+    for key in ('planner_families', 'architectures', 'releases'):
+        if not isinstance(data.get(key), dict) or not data[key]:
+            raise ReleaseError('%s: %s must be a non-empty mapping' % (TABLE_PATH, key))
+    families = {}
+    for name, rules in data['planner_families'].items():
+        _check_keys('planner_families.%s' % name, rules, PLANNER_KEYS)
+        families[str(name)] = copy.deepcopy(rules)
+    _check_keys('architectures', data['architectures'], ARCHITECTURE_KEYS)
+    architectures = copy.deepcopy(data['architectures'])
+    releases = {}
+    release_spec = dict((key, (lambda v: True, '')) for key in RELEASE_KEYS)
+    for version, entry in data['releases'].items():
+        version = str(version)
+        if not re.match(r'^\d+(\.\d+)*([a-z0-9.+-]*)$', version):
+            raise ReleaseError('%s: release key %r is not a version (quote it: "1.2.3")' % (TABLE_PATH, version))
+        where = 'releases."%s"' % version
+        _check_keys(where, entry, release_spec, required=False)
+        if not _IS_STR[0](entry.get('source')):
+            raise ReleaseError('%s: %s lacks source (the SGLang files its facts mirror)' % (TABLE_PATH, where))
+        if 'planner' in entry and entry['planner'] not in families:
+            raise ReleaseError('%s: %s.planner %r is not a planner_families key%s; known: %s'
+                               % (TABLE_PATH, where, entry['planner'], _did_you_mean(entry['planner'], families),
+                                  ', '.join(sorted(families))))
+        if 'flags' in entry:
+            _check_keys(where + '.flags', entry['flags'], FLAG_KEYS)
+            flags = entry['flags']
+            if flags['mamba_flag'] is not None and 'auto' not in flags['mamba_choices']:
+                raise ReleaseError('%s: %s.flags.mamba_choices must list auto' % (TABLE_PATH, where))
+        if 'choices' in entry:
+            _check_keys(where + '.choices', entry['choices'], dict((k, _IS_STR_LIST) for k in CHOICE_OPTIONS),
+                        required=False)
+        if 'defaults' in entry:
+            _check_keys(where + '.defaults', entry['defaults'], DEFAULT_KEYS)
+        releases[version] = copy.deepcopy(entry)
+    return dict(planner_families=families, architectures=architectures, releases=releases)
+
+
+def known_versions(table):
+    """The release keys of a (validated) table, oldest first."""
+    return sorted(table['releases'], key=version_key)
+
+
+def release(table, version, need=('planner', 'flags', 'defaults')):
+    """One resolved release of the table: the object vram_plan.plan(release=) and sglang_flags.render() take.
+
+    Returns dict(version, source, planner_family (name or None), planner (that family's rules, with ``family``),
+    flags, choices (option -> list; ``mamba_strategy`` from flags.mamba_choices), defaults, architectures (name sets
+    as frozensets, ``blackwell_gdn_backends`` as tuples)).
+
+    Refuses (ReleaseError) an unknown version, listing the known ones, and a version that lacks any kind of rules in
+    ``need``, saying what is missing and where to add it. The modules always need all three; ``need`` exists for
+    tests of the flag rules of releases whose planner was never read.
+    """
+    table = load_table(table)
+    version = normalize_version(version)
+    entry = table['releases'].get(version)
+    if entry is None:
+        raise ReleaseError('sglang %s: %s has no entry for it; known releases: %s (read that release\'s server '
+                           'arguments and memory planner and add it under `releases:`)'
+                           % (version, TABLE_PATH, ', '.join(known_versions(table))))
+    has = dict(planner='planner' in entry, flags='flags' in entry, defaults='defaults' in entry)
+    missing = [kind for kind in ('planner', 'flags', 'defaults') if kind in need and not has[kind]]
+    if missing:
+        present = [_WHAT_TO_READ[kind][0] for kind in ('flags', 'planner') if has[kind]]
+        parts = []
+        for kind in missing:
+            what, key, todo = _WHAT_TO_READ[kind]
+            parts.append('no %s for it (no `%s:` key): %s' % (what, key, todo))
+        raise ReleaseError('sglang %s: %s has %s but %s' % (
+            version, TABLE_PATH, ' and '.join(present) if present else 'only a source',
+            '; and '.join(parts)))
+    family = entry.get('planner')
+    planner = None
+    if family is not None:
+        planner = dict(table['planner_families'][family])
+        planner['family'] = family
+        planner['buckets'] = tuple(tuple(row) for row in planner['buckets'])
+    flags = dict(entry['flags']) if 'flags' in entry else None
+    choices = dict((key, list(values)) for key, values in (entry.get('choices') or {}).items())
+    if flags is not None and flags['mamba_flag'] is not None:
+        choices['mamba_strategy'] = list(flags['mamba_choices'])
+    arch = table['architectures']
+    architectures = dict(
+        source=arch['source'],
+        hybrid_gdn=frozenset(arch['hybrid_gdn']),
+        multimodal=frozenset(arch['multimodal']),
+        breakable_graph_multimodal=frozenset(arch['breakable_graph_multimodal']),
+        blackwell_gdn_backends=dict((str(k), tuple(v)) for k, v in arch['blackwell_gdn_backends'].items()),
+    )
+    return dict(version=version, source=entry['source'], planner_family=family, planner=planner, flags=flags,
+                choices=choices, defaults=dict(entry['defaults']) if 'defaults' in entry else None,
+                architectures=architectures)
+
+
+def check_choice(rel, option, value):
+    """None when ``value`` is one of the release's argparse choices for ``option`` (or the release records none for
+    it); otherwise the error message, naming the value, the release, the valid list and the nearest match.
+
+    ``option`` is an argparse dest (``tool_call_parser``, ``kv_cache_dtype``, ...) or ``mamba_strategy``.
+    """
+    if option not in CHOICE_OPTIONS and option != 'mamba_strategy':
+        raise ReleaseError('check_choice: %s is not an option with recorded choices (%s, mamba_strategy)'
+                           % (option, ', '.join(CHOICE_OPTIONS)))
+    valid = (rel.get('choices') or {}).get(option)
+    if valid is None or value is None or str(value) in valid:
+        return None
+    flag = '--' + option.replace('_', '-')
+    if option == 'mamba_strategy':
+        flag = (rel.get('flags') or {}).get('mamba_flag') or flag
+    best = nearest(value, valid)
+    return ('%s %r is not one of the choices of %s in sglang %s%s; valid: %s (the release\'s choices in %s)'
+            % (option, str(value), flag, rel['version'], ' (nearest: %s)' % best if best else '', ', '.join(valid),
+               TABLE_PATH))

@@ -1,0 +1,164 @@
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The resolver on good inputs: precedence, the plan and the command line agreeing, variants, the P2P verdict."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+
+from test_deployment_refusals import ROOT, bad_inputs, run  # noqa: F401  (the shared harness)
+
+
+def seed(**server):
+    case = dict(id='t', host='proxmox', server=server)
+    hosts = bad_inputs.hosts(case, '/nonexistent')
+    return hosts, {'proxmox_hosts': ['pve-t'], 'sglang_servers': ['ct-t']}
+
+
+def resolve(overrides=None, p2p_verdict='', **server):
+    hosts, groups = seed(**server)
+    variables = dict((k, v) for k, v in hosts['ct-t'].items() if k != 'llmops_api_key')
+    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
+    from test_deployment_refusals import Loader, role_options
+    request = dict(host='ct-t', groups=groups, variables=variables, vars_of=lambda name: hosts.get(name, {}),
+                   overrides=overrides or {}, p2p_verdict=p2p_verdict, require_secrets=True, api_key='k',
+                   collection_profiles=os.path.join(ROOT, 'profiles'), role_options=role_options.ROLE_OPTIONS)
+    deployment, problems = _resolve(request, Loader())
+    assert not problems, problems.message()
+    return deployment
+
+
+def flag(argv, name):
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def test_the_command_line_states_the_plan():
+    d = resolve()
+    plan, argv = d['plan'], d['argv']
+    assert flag(argv, '--max-running-requests') == str(plan['max_running_requests'])
+    assert flag(argv, '--context-length') == str(plan['context_length'])
+    assert float(flag(argv, '--mem-fraction-static')) == pytest.approx(plan['mem_fraction_static'], abs=5e-5)
+    assert flag(argv, '--mamba-radix-cache-strategy') == plan['mamba_strategy'] == d['mamba_strategy']
+    assert d['settings']['max_running_requests'] == dict(value=plan['max_running_requests'], source='plan')
+    assert d['command'][-len(argv):] == argv and d['exec_start'].endswith(' '.join(argv[-4:]))
+
+
+GRID = list(itertools.product([None, 0], [True, False], ['auto', 'bfloat16'], ['auto', 'fp8_e4m3'], [None, 64]))
+
+
+@pytest.mark.parametrize('draft,radix,ssm,kv,page', GRID)
+def test_plan_and_argv_agree_on_a_grid(draft, radix, ssm, kv, page):
+    server = dict(llmops_radix_cache=radix, llmops_mamba_ssm_dtype=ssm, llmops_kv_cache_dtype=kv,
+                  llmops_plan_must_fit=False)
+    if draft is not None:
+        server['llmops_speculative_num_draft_tokens'] = draft
+    if page is not None:
+        server['llmops_page_size'] = page
+    hosts, groups = seed(**server)
+    deployment, problems = run('ct-t', hosts, groups)
+    if problems:  # a combination SGLang refuses: refused with a fix, and no command line
+        assert all('Fix: ' in line for line in problems.lines())
+        return
+    plan, argv = deployment['plan'], deployment['argv']
+    assert flag(argv, '--max-running-requests') == str(plan['max_running_requests'])
+    assert ('--speculative-algorithm' in argv) == bool(plan['speculative']['enabled'])
+    assert ('--disable-radix-cache' in argv) == (not plan['radix_cache'])
+    assert flag(argv, '--mamba-radix-cache-strategy') == plan['mamba_strategy']
+    assert ('--disable-overlap-schedule' in argv) == bool(plan['disable_overlap_schedule'])
+    if kv != 'auto':
+        assert flag(argv, '--kv-cache-dtype') == plan['kv_cache_dtype'] == kv
+    if ssm != 'auto':
+        assert flag(argv, '--mamba-ssm-dtype') == plan['mamba_ssm_dtype'] == ssm
+    if page is not None:
+        assert flag(argv, '--page-size') == str(plan['page_size'])
+
+
+def test_precedence_override_beats_inventory_and_profile():
+    d = resolve(overrides={'llmops_speculative_num_draft_tokens': 0, 'llmops_http_port': 31000},
+                llmops_http_port=30500)
+    assert d['http']['port'] == 31000 and '--speculative-algorithm' not in d['argv']
+    assert d['settings']['speculative_num_draft_tokens'] == dict(value=0, source='override')
+    d = resolve(llmops_speculative_num_steps=2)
+    assert d['settings']['speculative_num_steps'] == dict(value=2, source='inventory')
+    assert d['settings']['speculative_num_draft_tokens'] == dict(value=3, source='profile')  # 4 asked, topk 1: steps + 1
+    assert flag(d['argv'], '--speculative-num-steps') == '2'
+    # topk 1 forces draft tokens = steps + 1, and the plan says what SGLang will use
+    assert flag(d['argv'], '--speculative-num-draft-tokens') == str(d['plan']['speculative']['num_draft_tokens'])
+
+
+def test_an_explicit_cap_above_what_the_pools_hold_is_rendered_as_the_cap():
+    d = resolve(llmops_max_running_requests=500)
+    assert d['plan']['max_running_requests'] < 500
+    assert flag(d['argv'], '--max-running-requests') == str(d['plan']['max_running_requests'])
+    assert any('llmops_max_running_requests 500: SGLang caps it' in w for w in d['warnings'])
+
+
+def test_variants_are_resolved_deployments():
+    d = resolve(llmops_variants=[{'name': 'mtp', 'overrides': {}},
+                                 {'name': 'no-mtp', 'overrides': {'llmops_speculative_num_draft_tokens': 0}}])
+    names = [v['name'] for v in d['variants']]
+    assert names == ['mtp', 'no-mtp']
+    mtp, no_mtp = (v['deployment'] for v in d['variants'])
+    assert mtp['argv'] == d['argv'] and d['variants'][0]['mtp'] is True
+    assert '--speculative-algorithm' not in no_mtp['argv'] and d['variants'][1]['mtp'] is False
+    assert no_mtp['unit'] == d['unit'] and 'variants' not in no_mtp
+    assert flag(no_mtp['argv'], '--max-running-requests') == str(no_mtp['plan']['max_running_requests'])
+
+
+@pytest.mark.parametrize('verdict,disabled', [('', True), ('p2p_ok', False), ('use_nccl_p2p_disable', True)])
+def test_p2p_verdict_decides_nccl_p2p_disable(verdict, disabled):
+    d = resolve(p2p_verdict=verdict)
+    assert d['nccl']['p2p_disable'] is disabled and d['nccl']['p2p_verdict'] == verdict
+    assert (d['environment'].get('NCCL_P2P_DISABLE') == '1') is disabled
+    assert ('--disable-custom-all-reduce' in d['argv']) is disabled
+
+
+def test_nccl_broken_is_refused_by_the_collection():
+    hosts, groups = seed()
+    variables = dict((k, v) for k, v in hosts['ct-t'].items())
+    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
+    from test_deployment_refusals import Loader, role_options
+    request = dict(host='ct-t', groups=groups, variables=variables, vars_of=lambda name: hosts.get(name, {}),
+                   overrides={}, p2p_verdict='nccl_broken', require_secrets=True, api_key='k',
+                   collection_profiles=os.path.join(ROOT, 'profiles'), role_options=role_options.ROLE_OPTIONS)
+    dummy, problems = _resolve(request, Loader())
+    text = problems.message()
+    assert 'deployment_p2p_verdict: refused before the start [nccl_broken]' in text and 'SGLang' not in text.split(
+        '[nccl_broken]')[0]
+
+
+def test_the_parser_is_asked_for_every_command_line():
+    seen = []
+
+    def parse(python, argv):
+        seen.append(list(argv))
+        return (True, 'x.y') if '--disable-radix-cache' not in argv else (False, 'unrecognized arguments: x')
+
+    hosts, groups = seed(llmops_parser_python='/usr/bin/python3',
+                         llmops_variants=[{'name': 'radix-off', 'overrides': {'llmops_radix_cache': False}}])
+    variables = dict((k, v) for k, v in hosts['ct-t'].items())
+    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
+    from test_deployment_refusals import Loader, role_options
+    request = dict(host='ct-t', groups=groups, variables=variables, vars_of=lambda name: hosts.get(name, {}),
+                   overrides={}, p2p_verdict='', require_secrets=True, api_key='k', parse=parse,
+                   collection_profiles=os.path.join(ROOT, 'profiles'), role_options=role_options.ROLE_OPTIONS)
+    deployment, problems = _resolve(request, Loader())
+    assert len(seen) == 2 and deployment['sglang']['parsed_by'] == '/usr/bin/python3 (sglang x.y)'
+    assert 'variant radix-off: llmops_extra_args' in problems.message()
+
+
+def test_the_proxmox_host_object():
+    hosts, groups = seed()
+    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
+    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import summary
+    from test_deployment_refusals import Loader, role_options
+    request = dict(host='pve-t', groups=groups, variables=hosts['pve-t'], vars_of=lambda name: hosts.get(name, {}),
+                   collection_profiles=os.path.join(ROOT, 'profiles'), role_options=role_options.ROLE_OPTIONS)
+    d, problems = _resolve(request, Loader())
+    assert not problems and d['kind'] == 'proxmox_host' and d['sev_snp'] is True
+    assert d['containers'] == [dict(host='ct-t', ctid=101, numa_node=0, addresses=d['nvidia_addresses'])]
+    assert summary(d).startswith('pve-t: 8 GPU(s), vfio-pci 0000:81:00.0')
