@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from ansible_collections.llmops.inference.plugins.action.deployment_info import FileLoader
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
@@ -26,18 +27,8 @@ role_options = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(role_options)
 
 
-class Loader(object):
-    def load(self, path):
-        import yaml
-        with open(path) as handle:
-            return yaml.safe_load(handle)
-
-    @staticmethod
-    def names(directory):
-        try:
-            return sorted(n[:-4] for n in os.listdir(directory) if n.endswith('.yml'))
-        except OSError:
-            return []
+# The action's own profile loader: the tests read the profiles exactly as the playbooks do.
+Loader = FileLoader
 
 
 def run(host, all_hosts, groups, api_key='lab-key', require_secrets=True, overrides=None):
