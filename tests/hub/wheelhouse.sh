@@ -17,6 +17,10 @@ PY
 )"
 key="$(printf '%s %s %s' "${pins}" "${versions[*]}" "$(uname -m)" | sha256sum | cut -c1-12)"
 dir="${LLMOPS_WHEEL_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/llmops-inference}/hf-wheels-${key}"
+# Lab scenarios run in parallel lanes (tests/lab/run-molecule.sh): one builds, the others wait for it.
+mkdir -p "$(dirname "${dir}")"
+exec 9>"${dir}.lock"
+flock 9
 if [ ! -f "${dir}/.complete" ]; then
     printf '[wheelhouse] building %s for Python %s\n' "${dir}" "${versions[*]}" >&2
     rm -rf "${dir}"

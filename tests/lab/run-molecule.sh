@@ -8,6 +8,9 @@
 #        LLMOPS_LAB_DISTROS    images to build (default: "bookworm trixie"; the scenarios use both)
 #        MOLECULE_EXTRA_ARGS   extra arguments for `molecule test`, e.g. "--destroy never"
 #        LLMOPS_LAB_KEEP       1 keeps the lab containers at the end (with "--destroy never", to debug)
+#        LLMOPS_LAB_JOBS       scenarios run at the same time (default 2): the longest first, each lane in turn takes
+#                              the next; every scenario's output goes to build/lab/<scenario>.log and is printed when
+#                              it ends. 1 runs them one after the other with the output live.
 set -euo pipefail
 # shellcheck source=tests/lab/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -70,9 +73,13 @@ trap 'exit 143' TERM
 "${LAB_DIR}/build-images.sh"
 images_s=$((SECONDS - total_started))
 
-declare -A RESULT
-rc=0
-for s in "${SCENARIOS[@]}"; do
+LOGS="${REPO_ROOT}/build/lab"
+mkdir -p "${LOGS}"
+JOBS="${LLMOPS_LAB_JOBS:-2}"
+
+# One scenario, start to end: its lock, its leftovers removed, molecule test, the result in ${LOGS}/<s>.result.
+run_scenario() {
+    local s="$1" started
     # Two runs of one scenario would destroy each other's instances: the second one waits. Other scenarios
     # have other instance names and may run at the same time.
     exec 8>"${WORKDIR}/.run-${s}.lock"
@@ -87,17 +94,67 @@ for s in "${SCENARIOS[@]}"; do
     lab_log "molecule test -s ${s}"
     # shellcheck disable=SC2086 # MOLECULE_EXTRA_ARGS is a word list
     if molecule test -s "${s}" ${MOLECULE_EXTRA_ARGS:-}; then
-        RESULT[${s}]="passed in $((SECONDS - started)) s"
+        echo "passed in $((SECONDS - started)) s" >"${LOGS}/${s}.result"
     else
-        RESULT[${s}]="FAILED after $((SECONDS - started)) s"
-        rc=1
+        echo "FAILED after $((SECONDS - started)) s" >"${LOGS}/${s}.result"
     fi
     if [ "${LLMOPS_LAB_KEEP:-0}" != 1 ]; then
         remove_current_containers
     fi
     CURRENT_INSTANCES=""
     exec 8>&-
-    lab_log "scenario ${s}: ${RESULT[${s}]}"
+    lab_log "scenario ${s}: $(cat "${LOGS}/${s}.result")"
+}
+
+for s in "${SCENARIOS[@]}"; do
+    rm -f "${LOGS}/${s}.result" "${LOGS}/${s}.log"
+done
+if [ "${JOBS}" -le 1 ] || [ "${#SCENARIOS[@]}" -le 1 ]; then
+    for s in "${SCENARIOS[@]}"; do
+        run_scenario "${s}"
+    done
+else
+    # Longest first (times of the last runs, docs/testlab.md), so the lanes end close together.
+    ORDER=()
+    for s in deploy sglang_server hf_model modules lxc_gpu "${SCENARIOS[@]}"; do
+        [[ " ${SCENARIOS[*]} " == *" ${s} "* ]] && [[ " ${ORDER[*]:-} " != *" ${s} "* ]] && ORDER+=("${s}")
+    done
+    printf '%s\n' "${ORDER[@]}" >"${LOGS}/.queue"
+    lane() {
+        local s
+        # A lane is a subshell: its own instances are removed when it ends, also on a signal.
+        if [ "${LLMOPS_LAB_KEEP:-0}" != 1 ]; then
+            trap 'remove_current_containers' EXIT
+        fi
+        trap 'exit 143' TERM
+        # Its own open file of the queue lock: flock excludes open files, and an inherited one is shared.
+        exec 7>"${LOGS}/.queue.lock"
+        while true; do
+            flock 7
+            s="$(head -n 1 "${LOGS}/.queue")"
+            sed -i '1d' "${LOGS}/.queue"
+            flock -u 7
+            [ -n "${s}" ] || return 0
+            run_scenario "${s}" >"${LOGS}/${s}.log" 2>&1
+            cat "${LOGS}/${s}.log"
+        done
+    }
+    lab_log "${#ORDER[@]} scenarios in ${JOBS} lanes: ${ORDER[*]} (each one's output follows when it ends; also in ${LOGS})"
+    LANES=()
+    for _ in $(seq "${JOBS}"); do
+        lane &
+        LANES+=("$!")
+    done
+    trap 'kill "${LANES[@]}" 2>/dev/null; wait; exit 130' INT
+    trap 'kill "${LANES[@]}" 2>/dev/null; wait; exit 143' TERM
+    wait "${LANES[@]}" || true
+fi
+
+declare -A RESULT
+rc=0
+for s in "${SCENARIOS[@]}"; do
+    RESULT[${s}]="$(cat "${LOGS}/${s}.result" 2>/dev/null || echo "did not run")"
+    [[ "${RESULT[${s}]}" == passed* ]] || rc=1
 done
 
 lab_log "---- lab summary ----"

@@ -60,13 +60,9 @@ refuse() {
     exit 1
   fi
 }
+# The full table of refusals runs through deploy.yml in the bad_inputs target; through the wrapper, three of them.
 refuse forbidden "llmops_model_dir = '/data/models': the model would go to /data/models/Qwen3.5-122B-A10B" -e llmops_model_dir=/data/models
-refuse tp 'llmops_gpu_indices = [0, 1, 2, 3]: TP 2 needs exactly 2 GPU indices' -e llmops_tp_size=2
-refuse numa 'llmops_lxc_numa_node = 1: NUMA node 1 of pve1 goes to vfio-pci' -e llmops_lxc_numa_node=1
-refuse uuid "llmops_gpu_indices[0] = 'GPU-3f2a': every element must be an integer" -e '{"llmops_gpu_indices": ["GPU-3f2a"]}'
-refuse profile "llmops_model_profile = 'nope': no profile" -e llmops_model_profile=nope
 refuse fit 'cannot load' -e llmops_tp_size=2 -e '{"llmops_gpu_indices": [0, 1]}'
-refuse port "llmops_http_port = 'http': must be an integer" -e llmops_http_port=http
 LLMOPS_IT_KEY='' refuse nokey 'llmops_api_key: no API key: SGLANG_API_KEY is not set on the controller'
 # The read-only preflight of a Proxmox host, run for real on this machine (connection local, no NVIDIA GPU here):
 # the inventory's GPUs are not this host's, so the run stops in the preflight, before gpu_partition changes anything.
