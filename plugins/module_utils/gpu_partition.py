@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import os
 import re
 
@@ -460,27 +461,34 @@ def busy_reasons(plan, topology, handles=None, compute_apps=None, ignore_comms=(
 
 
 def scan_open_handles(root='/', proc_dir='proc'):
-    """(pid, comm, link target) for every fd of every process under ``root``/proc; unreadable ones are skipped."""
+    """(handles, unreadable) below ``root``/proc: handles are (pid, comm, link target) for every fd of every process;
+    unreadable lists the PIDs whose fds could not be read for lack of permission (not root, hidepid, another user
+    namespace). A process that exits during the scan is not unreadable, only gone."""
     base = os.path.join(root, proc_dir)
     result = []
+    unreadable = []
     try:
         pids = [name for name in os.listdir(base) if name.isdigit()]
     except OSError:
-        return result
+        return result, unreadable
     for pid in pids:
         fd_dir = os.path.join(base, pid, 'fd')
         try:
             fds = os.listdir(fd_dir)
-        except OSError:
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                unreadable.append(int(pid))
             continue
         comm = _read(os.path.join(base, pid, 'comm')) or '?'
         for fd in fds:
             try:
                 target = os.readlink(os.path.join(fd_dir, fd))
-            except OSError:
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EPERM):
+                    unreadable.append(int(pid))
                 continue
             result.append((int(pid), comm, target))
-    return result
+    return result, sorted(set(unreadable))
 
 
 def persistenced_pids(root='/'):

@@ -144,6 +144,9 @@ notes:
     a card pre-bound here is skipped by that code. When a card returns to the host, the module removes such a
     dynamic ID from vfio-pci first, so it cannot grab the card again.
   - A running VM holds C(/dev/vfio/<group>) open; returning its card is refused until the VM is stopped.
+  - On the live system (O(root=/)) the module refuses to run as non-root, check mode included, and refuses when the
+    open files of any process cannot be read (C(hidepid), another user namespace), because a GPU whose user cannot be
+    seen would look idle.
 seealso:
   - module: llmops.inference.gpu_info
   - name: VFIO documentation (group viability)
@@ -494,7 +497,16 @@ class Partitioner(object):
         if errors:
             self.fail('refusing to change anything: %s' % ' | '.join(errors))
 
-        handles = scan_open_handles(self.root)
+        # A process whose fds cannot be read would look idle: refuse instead of guessing (check mode included).
+        if self.live and os.geteuid() != 0:
+            self.fail('gpu_partition must run as root (become: true): as uid %d it cannot read /proc/<pid>/fd of other '
+                      'users\' processes, so a GPU in use would look idle. Nothing was changed.' % os.geteuid())
+        handles, unreadable = scan_open_handles(self.root)
+        if unreadable:
+            self.fail('refusing to decide whether the GPUs are in use: the open files of %d process(es) cannot be read '
+                      '(PIDs %s; /proc mounted with hidepid, or another user namespace). Run as root on the host '
+                      'itself. Nothing was changed.' % (len(unreadable), ', '.join(str(p) for p in unreadable[:10])),
+                      unreadable_pids=unreadable)
         apps = self.compute_apps(plan, topology)
         busy = busy_reasons(plan, topology, handles, apps, vfio_driver=self.vfio)
         self.result['busy'] = busy

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import os
 
 import pytest
@@ -292,8 +293,27 @@ def test_scan_open_handles_reads_a_proc_tree(tmp_path):
     (tmp_path / 'proc' / 'self').mkdir()
     (tmp_path / 'proc' / '77').mkdir()
     (tmp_path / 'proc' / '77' / 'comm').write_text('nvidia-persiste\n')
-    assert sorted(gp.scan_open_handles(str(tmp_path))) == [(4242, 'python3', '/dev/nvidia2'), (4242, 'python3', 'socket:[1234]')]
+    handles, unreadable = gp.scan_open_handles(str(tmp_path))
+    assert sorted(handles) == [(4242, 'python3', '/dev/nvidia2'), (4242, 'python3', 'socket:[1234]')]
+    assert unreadable == []
     assert gp.persistenced_pids(str(tmp_path)) == [77]
+
+
+def test_scan_open_handles_names_the_processes_it_cannot_read(tmp_path, monkeypatch):
+    for pid in ('10', '11', '12'):
+        (tmp_path / 'proc' / pid / 'fd').mkdir(parents=True)
+    real_listdir = os.listdir
+
+    def listdir(path):
+        # What a non-root caller gets for another user's process (EACCES), and a process that exits meanwhile.
+        if path.endswith('/11/fd'):
+            raise OSError(errno.EACCES, 'Permission denied', path)
+        if path.endswith('/12/fd'):
+            raise OSError(errno.ENOENT, 'No such file or directory', path)
+        return real_listdir(path)
+
+    monkeypatch.setattr(gp.os, 'listdir', listdir)
+    assert gp.scan_open_handles(str(tmp_path)) == ([], [11])
 
 
 # ---- persistence -----------------------------------------------------------------------------------------------

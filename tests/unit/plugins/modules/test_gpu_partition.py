@@ -142,6 +142,37 @@ def test_check_mode_reports_the_plan_and_writes_nothing(fresh_root, module_calls
     assert not os.path.exists(os.path.join(root, 'etc/driverctl.d'))
 
 
+def test_unreadable_processes_are_refused_before_anything_changes(fresh_root, module_calls, monkeypatch):
+    root = fresh_root('seed_pve_8x_rtx6000_presplit')
+    kernel = FakeKernel(root)
+    monkeypatch.setattr(gpu_partition, 'scan_open_handles', lambda root: ([], [4242, 4243]))
+    for check_mode in (True, False):
+        kind, result = run_module(seed_args(root), kernel, monkeypatch, check_mode=check_mode)
+        assert kind is AnsibleFailJson, result
+        assert 'open files of 2 process(es) cannot be read (PIDs 4242, 4243' in result['msg']
+        assert result['unreadable_pids'] == [4242, 4243]
+    assert kernel.writes == []
+
+
+def test_a_live_run_as_non_root_is_refused_before_the_scan(fresh_root, module_calls, monkeypatch):
+    root = fresh_root('seed_pve_8x_rtx6000_presplit')
+    kernel = FakeKernel(root)
+    scans = []
+    monkeypatch.setattr(gpu_partition, 'scan_open_handles', lambda root: scans.append(root) or ([], []))
+    monkeypatch.setattr(gpu_partition.os, 'geteuid', lambda: 1000)
+    real_init = gpu_partition.Partitioner.__init__
+
+    def live_init(self, module):
+        real_init(self, module)
+        self.live = True  # the fixture root stands in for / here; only the uid check is under test
+
+    monkeypatch.setattr(gpu_partition.Partitioner, '__init__', live_init)
+    kind, result = run_module(seed_args(root), kernel, monkeypatch, check_mode=True)
+    assert kind is AnsibleFailJson, result
+    assert result['msg'].startswith('gpu_partition must run as root (become: true): as uid 1000')
+    assert scans == [] and kernel.writes == []
+
+
 def test_split_binds_by_address_persists_and_reports_new_minors(fresh_root, module_calls, monkeypatch):
     root = fresh_root('seed_pve_8x_rtx6000_presplit')
     kernel = FakeKernel(root)
