@@ -251,6 +251,9 @@ def render(release, model, plan=None, host=None, server=None):
         if len(set(indices)) != len(indices):
             raise FlagError('duplicate GPU index in %s' % indices)
         env['CUDA_VISIBLE_DEVICES'] = ','.join(str(i) for i in indices)
+        # nvidia-smi numbers GPUs by PCI bus id; CUDA's default order is fastest first, so without this the indices
+        # name other cards whenever the GPUs differ (CUDA C Programming Guide, "CUDA Environment Variables").
+        env['CUDA_DEVICE_ORDER'] = 'PCI_BUS_ID'
         per_node = tp * pp // max(nnodes, 1)
         if len(indices) < per_node:
             _check(preflight, 'gpu_count', 'tp_size %d x pp_size %d over %d node(s) needs %d GPUs per node; '

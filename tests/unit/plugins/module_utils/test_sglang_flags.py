@@ -65,7 +65,8 @@ def test_122b_on_the_pin_renders_the_seed_deployment():
     assert flag(argv, '--mem-fraction-static') == '0.7851'
     assert flag(argv, '--context-length') == '262144'
     assert '--quantization' not in argv
-    assert r['env'] == {'CUDA_VISIBLE_DEVICES': '0,1,2,3', 'NCCL_P2P_DISABLE': '1', 'PYTHONUNBUFFERED': '1'}
+    assert r['env'] == {'CUDA_VISIBLE_DEVICES': '0,1,2,3', 'CUDA_DEVICE_ORDER': 'PCI_BUS_ID', 'NCCL_P2P_DISABLE': '1',
+                        'PYTHONUNBUFFERED': '1'}
     assert '--disable-custom-all-reduce' in argv
     assert r['preflight'] == [] and r['warnings'] == []
 

@@ -41,7 +41,8 @@ def test_renders_command_exec_start_and_environment():
     assert out['command'][:3] == BASE['launcher']
     assert out['exec_start'].startswith('/opt/sglang/venv-%s/bin/python -m sglang.launch_server --model-path ' % PIN)
     assert '--context-length 262144' in out['exec_start']
-    assert out['environment_lines'] == ['CUDA_VISIBLE_DEVICES=0,1,2,3', 'NCCL_P2P_DISABLE=1', 'PYTHONUNBUFFERED=1']
+    assert out['environment_lines'] == [
+        'CUDA_DEVICE_ORDER=PCI_BUS_ID', 'CUDA_VISIBLE_DEVICES=0,1,2,3', 'NCCL_P2P_DISABLE=1', 'PYTHONUNBUFFERED=1']
     assert out['mamba_strategy'] == 'extra_buffer' and out['nccl_p2p_disable']
 
 
