@@ -93,7 +93,7 @@ def parse_with_sglang(python, argv):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(('overrides', 'p2p_verdict', 'require_secrets'))
+    _VALID_ARGS = frozenset(('overrides', 'p2p_verdict', 'require_secrets', 'model_commit'))
     _requires_connection = False
 
     def _vars_of(self, source, errors=None):
@@ -131,6 +131,8 @@ class ActionModule(ActionBase):
             vars_of=lambda name: self._vars_of(hostvars[name]) if name in hostvars else {},
             overrides=args.get('overrides') or {},
             p2p_verdict=args.get('p2p_verdict') or '',
+            model_commit=args.get('model_commit') or '',
+            inventory_dir=task_vars.get('inventory_dir') or '',
             require_secrets=boolean(args.get('require_secrets', True), strict=False),
             api_key=api_key or os.environ.get('SGLANG_API_KEY', ''),
             collection_profiles=os.path.join(COLLECTION_ROOT, 'profiles'),

@@ -121,8 +121,9 @@ def resolve_server(ctx, variant=None):
                      'inventory sets none', 'export SGLANG_API_KEY on the controller (or set llmops_api_key from a '
                      'vault); llmops_allow_no_api_key: true serves without authentication')
     elif key_set and not API_KEY.match(ctx['api_key']):
-        problems.add('llmops_api_key', '<secret>', 'may only contain letters, digits and . _ ~ + / = : @ - (it goes '
-                     'into an EnvironmentFile unquoted)', 'generate one with: openssl rand -hex 32')
+        problems.add('llmops_api_key', '<secret>', 'must be printable ASCII without control characters (a newline, a '
+                     'tab or a non-ASCII character cannot travel in the Authorization header as is) and without blanks '
+                     'at either end (servers trim them)', 'generate one with: openssl rand -hex 32')
 
     for name, key in (('llmops_mamba_strategy', 'mamba_strategy'), ('llmops_mamba_ssm_dtype', 'mamba_ssm_dtype'),
                       ('llmops_kv_cache_dtype', 'kv_cache_dtype'), ('llmops_attention_backend', 'attention_backend')):
@@ -215,10 +216,8 @@ def resolve_server(ctx, variant=None):
             'llmops_max_running_requests %d: SGLang caps it to %d (%s); the unit renders %d'
             % (asked, plan['max_running_requests'], plan.get('max_running_requests_bound_by'),
                plan['max_running_requests']))
-    if not model_facts['revision_is_commit'] and model_facts['revision']:
-        deployment['warnings'].append(
-            'revision %s of %s is a branch or tag: it is resolved at every run and a re-run may download another '
-            'model; pin a 40-hex commit in llmops_model_revision' % (model_facts['revision'], model_facts['repo_id']))
+    if model_facts['lock']['note']:
+        deployment['warnings'].append(model_facts['lock']['note'])
     if rendered and rendered.get('speculative'):
         # What runs (topk 1 forces draft tokens = steps + 1), not what was asked.
         settings['_speculative_num_draft_tokens'] = rendered['speculative']['num_draft_tokens']

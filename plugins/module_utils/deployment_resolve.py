@@ -23,7 +23,7 @@ __metaclass__ = type
 import posixpath
 
 from ansible_collections.llmops.inference.plugins.module_utils import deployment as server_resolver
-from ansible_collections.llmops.inference.plugins.module_utils import deployment_hosts, deployment_inputs
+from ansible_collections.llmops.inference.plugins.module_utils import deployment_hosts, deployment_inputs, model_revision
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
 from ansible_collections.llmops.inference.plugins.module_utils.profile_schema import (
     check_hardware,
@@ -83,8 +83,26 @@ def load_profiles(settings, problems, loader, default_dir):
     return out
 
 
+def load_lock(request, settings, problems, loader):
+    """(path, parsed lock or None) of the model revision lock; a missing file is an empty lock."""
+    path = settings['llmops_model_lock_file'] or posixpath.join(request.get('inventory_dir') or '.', 'llmops-lock.yml')
+    try:
+        data = loader.load(path)
+    except (IOError, OSError):
+        return path, None
+    except ValueError as exc:
+        problems.add('llmops_model_lock_file', path, 'cannot read the lock: %s' % exc,
+                     'restore it from version control, or delete it to lock again', kind='lock')
+        return path, None
+    found = model_revision.check_lock(data, path)
+    for where, value, rule, fix in found:
+        problems.add(where, value if value is not None else NOVALUE, rule, fix, kind='lock')
+    return path, (None if found else data)
+
+
 def _server(request, loader, settings, sources, problems):
     profiles = load_profiles(settings, problems, loader, request['collection_profiles'])
+    lock_file, lock = load_lock(request, settings, problems, loader)
     lxc_vars = None
     lxc_host = settings['llmops_lxc_host']
     if lxc_host and lxc_host in (request.get('groups') or {}).get('proxmox_hosts', []):
@@ -92,6 +110,7 @@ def _server(request, loader, settings, sources, problems):
     ctx = dict(host=request['host'], groups=request['groups'], settings=settings, sources=sources,
                profiles=profiles, lxc_vars=lxc_vars, api_key=request.get('api_key') or '',
                p2p_verdict=request.get('p2p_verdict') or '', require_secrets=request.get('require_secrets', True),
+               model_lock=lock, model_lock_file=lock_file, model_commit=request.get('model_commit') or None,
                problems=problems)
     deployment, problems = server_resolver.resolve_server(ctx)
     variants = server_resolver.check_variants(settings['llmops_variants'], problems)

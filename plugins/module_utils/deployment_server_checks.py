@@ -15,13 +15,16 @@ __metaclass__ = type
 import posixpath
 import re
 
+from ansible_collections.llmops.inference.plugins.module_utils import model_revision
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, nearest
 
 REPO = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$')
 REVISION = re.compile(r'^[A-Za-z0-9._/-]{1,255}$')
 COMMIT = re.compile(r'^[0-9a-f]{40}$')
 INSTANCE = re.compile(r'^[A-Za-z0-9_.-]{1,64}$')
-API_KEY = re.compile(r'^[A-Za-z0-9._~+/=:@-]*$')
+# Printable ASCII: the environment file quotes it for systemd; a control character or a non-ASCII one cannot
+# travel in an HTTP header as is, and servers trim a header value's outer blanks.
+API_KEY = re.compile(r'^(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?$')
 _VARIANT = re.compile(r'^[A-Za-z0-9_.-]{1,64}$')
 
 
@@ -65,7 +68,8 @@ def check_release_choice(problems, release, name, value, key, extra=(), where=''
                  ', '.join(choices)), 'use %r (nearest)' % close if close else 'use one of them')
 
 
-def model_path(settings, repo_id, problems):
+def model_path(settings, repo_id, revision, problems):
+    """The checkpoint directory: llmops_model_path as given, else one directory per revision under llmops_model_dir."""
     path = settings['llmops_model_path']
     if path:
         return norm_path(path), 'llmops_model_path'
@@ -74,7 +78,7 @@ def model_path(settings, repo_id, problems):
         problems.add('llmops_model_dir', NOVALUE, 'is required (where the checkpoint goes on the server)',
                      'set llmops_model_dir (e.g. /srv/models) or llmops_model_path')
         return None, 'llmops_model_dir'
-    return norm_path(posixpath.join(base, (repo_id or '').split('/')[-1] or 'model')), 'llmops_model_dir'
+    return norm_path(posixpath.join(base, model_revision.directory_name(repo_id, revision))), 'llmops_model_dir'
 
 
 def check_model(ctx, settings, model, problems):
@@ -86,14 +90,17 @@ def check_model(ctx, settings, model, problems):
         problems.add('llmops_model_repo_id' if settings['llmops_model_repo_id'] else 'models/%s.yml.hf_repo'
                      % settings['llmops_model_profile'], repo_id, 'must be a Hugging Face repository id org/name '
                      '(letters, digits, . _ -)', 'e.g. Qwen/Qwen3.5-122B-A10B')
-    revision = settings['llmops_model_revision'] or model.get('hf_revision') or 'main'
+    requested = revision = settings['llmops_model_revision'] or model.get('hf_revision') or 'main'
     if not REVISION.match(revision) or '..' in revision:
         problems.add('llmops_model_revision', revision, 'must be a 40-hex commit sha, a branch or a tag',
                      'pin the commit you verified, e.g. llmops_model_revision: <40 lower-case hex digits>')
     elif re.match(r'^[0-9a-fA-F]{40}$', revision) and not COMMIT.match(revision):
         problems.add('llmops_model_revision', revision, 'a commit sha is lower-case hex on the Hub',
                      'use %s' % revision.lower())
-    path, path_var = model_path(settings, repo_id, problems)
+    rev = model_revision.resolve(ctx['host'], repo_id, requested, ctx.get('model_lock'), ctx.get('model_commit'),
+                                 ctx.get('model_lock_file'))
+    revision = rev['revision']
+    path, path_var = model_path(settings, repo_id, revision, problems)
     forbidden = settings['llmops_forbidden_paths'] or []
     for index, root in enumerate(forbidden):
         if not str(root).startswith('/'):
@@ -114,7 +121,9 @@ def check_model(ctx, settings, model, problems):
         problems.add('llmops_served_model_name', served, "SGLang reserves ':' for LoRA adapters (model:adapter)",
                      'use %s' % str(served).replace(':', '-'))
     return dict(profile=settings['llmops_model_profile'], repo_id=repo_id, revision=revision,
-                revision_is_commit=bool(COMMIT.match(revision or '')), path=path, served_model_name=served,
+                requested_revision=requested, revision_is_commit=rev['is_commit'], revision_source=rev['source'],
+                lock=dict(file=rev['lock_file'], write=rev['write'], note=rev['note']),
+                path=path, served_model_name=served,
                 forbidden_paths=list(forbidden), weights_bytes=model.get('weights_bytes'))
 
 

@@ -87,13 +87,20 @@ VARIABLES = [
     _v('llmops_model_repo_id', 'str', None,
        "Hugging Face repository to download, org/name; null is the model profile's hf_repo.", group=_MODEL),
     _v('llmops_model_revision', 'str', None,
-       "A 40-hex commit (reproducible) or a branch/tag (resolved at every run, warned about); null is the profile's "
-       'hf_revision, else main.', group=_MODEL),
+       "A 40-hex commit, or a branch/tag that the first deploy locks to the commit it resolves to "
+       "(llmops_model_lock_file); null is the profile's hf_revision, else main.", group=_MODEL),
     _v('llmops_model_dir', 'path', None,
-       "Absolute directory holding the host's models; the model goes to <dir>/<last part of the repository id>. "
+       "Absolute directory holding the host's models; each revision goes to its own "
+       "<dir>/<last part of the repository id>@<12 hex of the commit>. "
        'Required unless llmops_model_path is set.', group=_MODEL),
     _v('llmops_model_path', 'path', None,
-       'The checkpoint directory itself (absolute), instead of the one derived from llmops_model_dir.', group=_MODEL),
+       'The checkpoint directory itself (absolute), instead of the one derived from llmops_model_dir (then a new '
+       'revision replaces the files in place: prefer llmops_model_dir).', group=_MODEL),
+    _v('llmops_model_lock_file', 'path', None,
+       'The lock of the model revisions (per host: repository, requested revision, the commit it resolved to), '
+       'written by the deploy when it resolves a branch and read by every later run and by make plan; null is '
+       'llmops-lock.yml next to the inventory. Commit it; delete a host\'s entry (or pin llmops_model_revision) to '
+       'move to a new commit.', scope='any', group=_MODEL),
     _v('llmops_forbidden_paths', 'list', [],
        'No model, virtualenv or cache may live under these absolute paths (checked on the controller after '
        'normalising the path, and on the host after resolving symlinks and mount points).', elements='path',

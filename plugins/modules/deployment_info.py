@@ -43,6 +43,12 @@ options:
     type: str
     choices: ['', p2p_ok, use_nccl_p2p_disable, nccl_broken]
     default: ''
+  model_commit:
+    description:
+      - The 40-hex commit the Hub resolved the model's branch or tag to in this run; with the revision lock of
+        C(llmops_model_lock_file) it decides the commit served and the model directory (C(<name>@<12 hex>)).
+    type: str
+    default: ''
   require_secrets:
     description:
       - Refuse a server without an API key (C(llmops_api_key) or C(SGLANG_API_KEY) of the controller's environment)

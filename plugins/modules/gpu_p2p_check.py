@@ -118,6 +118,15 @@ options:
     description: Also return every captured NCCL_DEBUG=INFO line per phase in RV(nccl_log) (hundreds of lines).
     type: bool
     default: false
+  simulation:
+    description:
+      - TEST ONLY. Runs every step of the worker on CPU tensors with the gloo backend (two fake GPUs), so the
+        orchestration, the deadlines and the fault injection run without a GPU. The verdict is not a real one.
+      - Outside tests the worker's switch for this (the environment variable C(P2PCHECK_SIMULATE)) is refused,
+        whether it comes from O(environment) or from the environment of the module itself, so a stray variable can
+        never fake a verdict.
+    type: bool
+    default: false
   fault_injection:
     description:
       - TEST ONLY. Injects a fault into phase A to prove that the check catches it; never use it for a real verdict.
@@ -301,6 +310,7 @@ def build_module():
             environment=dict(type='dict', default={}),
             return_nccl_log=dict(type='bool', default=False),
             fault_injection=dict(type='str', choices=list(FAULTS), default='none'),
+            simulation=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -365,6 +375,17 @@ def main():
         module.fail_json(msg='gpu_p2p_check: python_interpreter %s is not an executable file' % python, **result)
     timeout_bin = module.get_bin_path('timeout', required=True)
     env = dict((str(k), str(v)) for k, v in params['environment'].items())
+    simulate = p2p_worker.SIMULATE_ENV
+    stray = [where for where, source in (('the task environment', env), ('the module environment', os.environ))
+             if source.get(simulate)]
+    if stray and not params['simulation']:
+        module.fail_json(msg='gpu_p2p_check: %s is set in %s: it makes the worker simulate GPUs on the CPU, a test '
+                             'hook that would fake the verdict, and is refused outside tests. Unset it; a test sets '
+                             'simulation: true instead.' % (simulate, ' and '.join(stray)), **result)
+    if params['simulation']:
+        env[simulate] = 'cpu'
+        result['simulated'] = True
+        module.warn('simulation: true - the worker ran on CPU tensors; this verdict is not a real one')
     options = dict(params)
     worker_path = os.path.join(module.tmpdir, WORKER_NAME)
 

@@ -23,6 +23,10 @@ ROLE_OPTIONS = json.loads(r'''
    "default": true,
    "type": "bool"
   },
+  "deployment_model_commit": {
+   "default": "",
+   "type": "str"
+  },
   "deployment_overrides": {
    "default": {},
    "type": "dict"
@@ -338,7 +342,8 @@ ROLE_OPTIONS = json.loads(r'''
    "type": "str"
   },
   "lxc_gpu_ct_rootfs": {
-   "type": "path"
+   "default": "",
+   "type": "str"
   },
   "lxc_gpu_ctid": {
    "type": "int"
@@ -366,13 +371,13 @@ ROLE_OPTIONS = json.loads(r'''
    "elements": "str",
    "type": "list"
   },
-  "lxc_gpu_driver_installer_checksum": {
-   "default": "",
-   "type": "str"
-  },
   "lxc_gpu_driver_installer_dir": {
    "default": "/var/cache/llmops-inference/nvidia",
    "type": "path"
+  },
+  "lxc_gpu_driver_installer_sha256": {
+   "default": {},
+   "type": "dict"
   },
   "lxc_gpu_driver_installer_src": {
    "default": "",
@@ -405,6 +410,10 @@ ROLE_OPTIONS = json.loads(r'''
   "lxc_gpu_include_uvm_tools": {
    "default": true,
    "type": "bool"
+  },
+  "lxc_gpu_lxc_info_command": {
+   "default": "lxc-info",
+   "type": "str"
   },
   "lxc_gpu_numa_node": {
    "type": "int"

@@ -10,6 +10,11 @@ config for SGLang's benchmark client) as e.g. Qwen/Qwen3.5-122B-A10B, so the pla
 role exactly as it would the real checkpoint. Large and binary files (*.gguf, *.safetensors, *.bin) are LFS objects,
 the rest plain git files. The repo layout, the LFS pointers and olah's offline metadata seed are those of
 tests/hub/make_model_repo.py (imported, not copied). Prints a JSON manifest (commit, files with size and sha256).
+
+  mirror_model_dir.py --mirrors DIR --repos-path DIR --repo ORG/NAME --update
+
+adds one upstream commit to a published repo (a new README.md, the weights unchanged), as a model's owners do: main
+moves to a new commit, which the deploy lab's revision lock must not follow until the operator moves it.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -59,11 +64,30 @@ def publish(args):
     git(repo, 'add', '-A')
     git(repo, 'commit', '-q', '-m', 'publish %s' % os.path.basename(os.path.abspath(args.src)))
     sha = git(repo, 'rev-parse', 'HEAD')
+    seed_meta(args, org, name, sha)
+    return {'repo_id': args.repo, 'commit': sha, 'path': repo, 'files': files}
+
+
+def seed_meta(args, org, name, sha):
     meta_dir = os.path.join(args.repos_path, 'api', 'models', org, name, 'revision', sha)
     os.makedirs(meta_dir, exist_ok=True)
     with open(os.path.join(meta_dir, 'meta_head.json'), 'w') as handle:
         json.dump({'sha': sha, 'lastModified': time.strftime('%Y-%m-%dT%H:%M:%S.000Z', time.gmtime())}, handle)
-    return {'repo_id': args.repo, 'commit': sha, 'path': repo, 'files': files}
+
+
+def update(args):
+    org, name = args.repo.split('/')
+    repo = os.path.join(args.mirrors, 'models', org, name)
+    if not os.path.isdir(os.path.join(repo, '.git')):
+        sys.exit('%s is not published (no git repo at %s)' % (args.repo, repo))
+    old = git(repo, 'rev-parse', 'HEAD')
+    with open(os.path.join(repo, 'README.md'), 'a') as handle:
+        handle.write('Updated upstream after %s.\n' % old)
+    git(repo, 'add', 'README.md')
+    git(repo, 'commit', '-q', '-m', 'update the model card')
+    sha = git(repo, 'rev-parse', 'HEAD')
+    seed_meta(args, org, name, sha)
+    return {'repo_id': args.repo, 'commit': sha, 'previous': old, 'path': repo}
 
 
 def main():
@@ -71,9 +95,11 @@ def main():
     parser.add_argument('--mirrors', required=True, help='olah mirrors-path')
     parser.add_argument('--repos-path', required=True, help="olah repos-path (cache), for the meta_head.json seed")
     parser.add_argument('--repo', required=True, help='Hub repo id, ORG/NAME')
-    parser.add_argument('--src', required=True, help='the model directory to publish')
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument('--src', help='the model directory to publish')
+    action.add_argument('--update', action='store_true', help='add one upstream commit to a published repo')
     args = parser.parse_args()
-    json.dump(publish(args), sys.stdout, indent=1)
+    json.dump(update(args) if args.update else publish(args), sys.stdout, indent=1)
     sys.stdout.write('\n')
     return 0
 

@@ -115,6 +115,10 @@ def deployment_spec_yaml():
         'deployment_fail': dict(type='bool', description=(
             'Fail the play on a refusal. false publishes what could be resolved with the problems in '
             'llmops_deployment.problems and llmops_deployment.refusal (playbooks/plan.yml writes the report first).')),
+        'deployment_model_commit': dict(type='str', description=(
+            'The 40-hex commit the Hub resolved the model\'s branch or tag to in this run (the deploy\'s preflight '
+            'asks the Hub and resolves again with it; the new lock entry is then written). "" = not asked: the lock '
+            'file, else the branch itself, decides.')),
         'deployment_require_secrets': dict(type='bool', description=(
             'Refuse a server without an API key (unless llmops_allow_no_api_key). false reports it as a warning '
             'instead: the key is an input of the run, not of the inventory, so make plan (CI has no secrets) and '

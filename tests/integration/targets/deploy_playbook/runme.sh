@@ -26,10 +26,17 @@ grep -q 'Smoke-test chat, thinking, tool calls and streaming' "$out/tasks-nobenc
 
 # The seed validates (no host is contacted: every task of --tags always runs on the controller).
 SGLANG_API_KEY=it-key play --tags always >"$out/ok.log" 2>&1 || { tail -n 40 "$out/ok.log"; exit 1; }
-grep -q 'sglang-ct: Qwen/Qwen3.5-122B-A10B@main -> /shared/models/Qwen3.5-122B-A10B' "$out/ok.log"
+grep -q 'sglang-ct: Qwen/Qwen3.5-122B-A10B@main -> /shared/models/Qwen3.5-122B-A10B@main,' "$out/ok.log"
 grep -q 'plan: FITS' "$out/ok.log"
-grep -q 'revision main of Qwen/Qwen3.5-122B-A10B is a branch' "$out/ok.log"
+tr -s ' \n' ' ' <"$out/ok.log" | grep -qF 'main of Qwen/Qwen3.5-122B-A10B is a branch or tag and not locked yet'
 grep -q 'pve1: 8 GPU(s), vfio-pci 0000:81:00.0, 0000:a1:00.0, 0000:c1:00.0, 0000:e1:00.0' "$out/ok.log"
+# A lock next to the inventory (written by the first deploy's preflight) decides the commit and its directory.
+cp -a "$root/inventories/example" "$out/locked-inventory"
+printf 'schema: 1\nhosts:\n  sglang-ct: {repo_id: Qwen/Qwen3.5-122B-A10B, requested: main, commit: %s, locked: "2026-12-01T00:00:00Z"}\n' \
+  0123456789abcdef0123456789abcdef01234567 >"$out/locked-inventory/llmops-lock.yml"
+SGLANG_API_KEY=it-key ansible-playbook "$root/playbooks/deploy-qwen122b.yml" -i "$out/locked-inventory" --tags always >"$out/locked.log" 2>&1 || { tail -n 40 "$out/locked.log"; exit 1; }
+grep -q 'sglang-ct: Qwen/Qwen3.5-122B-A10B@0123456789abcdef0123456789abcdef01234567 -> /shared/models/Qwen3.5-122B-A10B@0123456789ab,' "$out/locked.log"
+if grep -q 'not locked yet' "$out/locked.log"; then echo "the lock was not read" >&2; exit 1; fi
 # deploy-qwen122b.yml defaults the profile; an inventory without one is served the seed's model.
 cp -a "$root/inventories/example" "$out/noprofile-inventory"
 sed -i '/^llmops_model_profile:/d' "$out/noprofile-inventory/group_vars/sglang_servers.yml"
@@ -61,7 +68,7 @@ refuse() {
   fi
 }
 # The full table of refusals runs through deploy.yml in the bad_inputs target; through the wrapper, three of them.
-refuse forbidden "llmops_model_dir = '/data/models': the model would go to /data/models/Qwen3.5-122B-A10B" -e llmops_model_dir=/data/models
+refuse forbidden "llmops_model_dir = '/data/models': the model would go to /data/models/Qwen3.5-122B-A10B@main" -e llmops_model_dir=/data/models
 refuse fit 'cannot load' -e llmops_tp_size=2 -e '{"llmops_gpu_indices": [0, 1]}'
 LLMOPS_IT_KEY='' refuse nokey 'llmops_api_key: no API key: SGLANG_API_KEY is not set on the controller'
 # The read-only preflight of a Proxmox host, run for real on this machine (connection local, no NVIDIA GPU here):

@@ -42,7 +42,7 @@ assert len(exec_start) == 1, unit
 argv = exec_start[0].split()
 for flags in (['--speculative-algorithm', 'NEXTN'], ['--speculative-num-steps', '3'], ['--speculative-eagle-topk', '1'],
               ['--speculative-num-draft-tokens', '4'], ['--mamba-radix-cache-strategy', 'extra_buffer'],
-              ['--tp-size', '4'], ['--model-path', '/shared/models/Qwen3.5-122B-A10B'],
+              ['--tp-size', '4'], ['--model-path', '/shared/models/Qwen3.5-122B-A10B@main'],
               ['--reasoning-parser', 'qwen3'], ['--tool-call-parser', 'qwen3_coder']):
     i = argv.index(flags[0])
     assert argv[i:i + len(flags)] == flags, (flags, exec_start)
@@ -53,6 +53,7 @@ assert '--api-key' not in argv and 'SGLANG_ENABLE_SPEC_V2' not in unit, unit
 assert '/data' not in exec_start[0], exec_start
 env_lines = [line for line in unit.splitlines() if line.startswith('Environment=')]
 assert 'Environment=NCCL_P2P_DISABLE=1' in env_lines and 'Environment=CUDA_VISIBLE_DEVICES=0,1,2,3' in env_lines, env_lines
+assert 'Environment=CUDA_DEVICE_ORDER=PCI_BUS_ID' in env_lines, env_lines
 assert 'EnvironmentFile=/etc/sglang/qwen3.5-122b-a10b.env' in unit, unit
 
 # Its EnvironmentFile: the key is there (SGLANG_API_KEY was set), its value is not.

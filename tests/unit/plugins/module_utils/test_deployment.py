@@ -19,13 +19,14 @@ def seed(**server):
     return hosts, {'proxmox_hosts': ['pve-t'], 'sglang_servers': ['ct-t']}
 
 
-def resolve(overrides=None, p2p_verdict='', **server):
+def resolve(overrides=None, p2p_verdict='', model_commit='', inventory_dir='/nonexistent', **server):
     hosts, groups = seed(**server)
     variables = dict((k, v) for k, v in hosts['ct-t'].items() if k != 'llmops_api_key')
     from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
     from test_deployment_refusals import Loader, role_options
     request = dict(host='ct-t', groups=groups, variables=variables, vars_of=lambda name: hosts.get(name, {}),
                    overrides=overrides or {}, p2p_verdict=p2p_verdict, require_secrets=True, api_key='k',
+                   model_commit=model_commit, inventory_dir=inventory_dir,
                    collection_profiles=os.path.join(ROOT, 'profiles'), role_options=role_options.ROLE_OPTIONS)
     deployment, problems = _resolve(request, Loader())
     assert not problems, problems.message()
@@ -162,3 +163,42 @@ def test_the_proxmox_host_object():
     assert not problems and d['kind'] == 'proxmox_host' and d['sev_snp'] is True
     assert d['containers'] == [dict(host='ct-t', ctid=101, numa_node=0, addresses=d['nvidia_addresses'])]
     assert summary(d).startswith('pve-t: 8 GPU(s), vfio-pci 0000:81:00.0')
+
+
+LOCKED = '0123456789abcdef' * 2 + '01234567'
+MOVED = 'f' * 40
+
+
+def test_a_branch_is_locked_once_and_served_from_the_lock(tmp_path):
+    d = resolve(inventory_dir=str(tmp_path))
+    model = d['model']
+    assert (model['revision'], model['revision_is_commit'], model['lock']['write']) == ('main', False, None)
+    assert model['path'].endswith('@main') and any('not locked yet' in w for w in d['warnings'])
+    assert model['lock']['file'] == str(tmp_path / 'llmops-lock.yml')
+    # The preflight asked the Hub: the commit gets its own directory and a lock entry to write.
+    d = resolve(inventory_dir=str(tmp_path), model_commit=LOCKED)
+    model = d['model']
+    assert model['revision'] == LOCKED and model['path'].endswith('@' + LOCKED[:12])
+    assert model['lock']['write'] == {'repo_id': model['repo_id'], 'requested': 'main', 'commit': LOCKED}
+    assert flag(d['argv'], '--model-path') == model['path']
+    # The next run reads the lock and keeps that commit, even when the Hub's main has moved.
+    (tmp_path / 'llmops-lock.yml').write_text(
+        'schema: 1\nhosts:\n  ct-t: {repo_id: %s, requested: main, commit: %s, locked: x}\n' % (model['repo_id'], LOCKED))
+    for commit in ('', MOVED):
+        d = resolve(inventory_dir=str(tmp_path), model_commit=commit)
+        assert (d['model']['revision'], d['model']['revision_source'], d['model']['lock']['write']) == (
+            LOCKED, 'lock', None)
+    assert any(MOVED in w and 'the lock keeps' in w for w in d['warnings'])
+
+
+def test_a_broken_lock_is_refused_with_its_file(tmp_path):
+    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
+    from test_deployment_refusals import Loader, role_options
+    (tmp_path / 'llmops-lock.yml').write_text('schema: 1\nhosts:\n  ct-t: {commit: main}\n')
+    hosts, groups = seed()
+    request = dict(host='ct-t', groups=groups, variables=hosts['ct-t'], vars_of=lambda name: hosts.get(name, {}),
+                   overrides={}, p2p_verdict='', require_secrets=False, inventory_dir=str(tmp_path),
+                   collection_profiles=os.path.join(ROOT, 'profiles'), role_options=role_options.ROLE_OPTIONS)
+    problems = _resolve(request, Loader())[1]
+    message = problems.message()
+    assert str(tmp_path / 'llmops-lock.yml') + ': hosts.ct-t' in message and '40 lower-case hex' in message

@@ -147,3 +147,25 @@ def test_nccl_broken_fails_unless_told_not_to(tmp_path, replay):
 def test_worker_source_is_the_module_utils_file():
     with open(p2p_worker.__file__) as handle:
         assert gpu_p2p_check.worker_source() == handle.read()
+
+
+@pytest.mark.parametrize('from_task', [True, False])
+def test_the_cpu_simulation_switch_is_refused_outside_tests(tmp_path, monkeypatch, replay, from_task):
+    calls = replay(recorded_raw('none'))
+    args = {'gpus': [0, 1], 'python_interpreter': sys.executable}
+    if from_task:
+        args['environment'] = {p2p_worker.SIMULATE_ENV: 'cpu'}
+    else:
+        monkeypatch.setenv(p2p_worker.SIMULATE_ENV, 'cpu')
+    kind, result = run_module(args, tmp_path)
+    assert kind is AnsibleFailJson and calls == []
+    where = 'the task environment' if from_task else 'the module environment'
+    assert ('%s is set in %s' % (p2p_worker.SIMULATE_ENV, where)) in result['msg']
+    assert 'refused outside tests' in result['msg'] and 'simulation: true' in result['msg']
+
+
+def test_simulation_true_is_marked(tmp_path, replay):
+    calls = replay(recorded_raw('none'))
+    kind, result = run_module({'gpus': [0, 1], 'python_interpreter': sys.executable, 'simulation': True}, tmp_path)
+    assert kind is AnsibleExitJson and result['simulated'] is True
+    assert calls[0]['kwargs']['environ_update'][p2p_worker.SIMULATE_ENV] == 'cpu'
