@@ -182,6 +182,8 @@ def resolve_server(ctx, variant=None):
         sglang=dict(version=prof['pin']['version'],
                     packages=['%s==%s' % (k, v) for k, v in sorted((prof['pin'].get('packages') or {}).items())],
                     venv=venv, python=venv + '/bin/python', launcher=list(launcher),
+                    # The pip lock of the pin for the host's Python X.Y (controller path; tests/tools/sglang_lock.py).
+                    lock_template='%s/locks/sglang-%s-py{python}.txt' % (prof['dir'].rstrip('/'), prof['pin']['version']),
                     rules=dict(family=release.get('planner_family'), source=release.get('source')),
                     parser_python=settings['llmops_parser_python']),
         model=model_facts,

@@ -3,8 +3,21 @@
 # `pip install sglang==<pin>` of tests/bench/setup-bench-venv.sh, cached outside the checkout; ~11 GB and 6+ min
 # only the first time), then parse every command line the flag rules render, and known-bad ones, with the pinned
 # release's own ServerArgs parser. Warm: seconds (one interpreter importing sglang.srt.server_args).
+# The same venv is the real resolution behind the pin's pip lock (profiles/locks/sglang-<pin>-py<X.Y>.txt, which
+# the role installs from with --require-hashes): the lock must pin exactly its packages, or this fails.
 # Usage: tests/sglang/run-parser-tests.sh [VERSION]      (default: the pin in profiles/sglang.yml)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "${here}/../.." && pwd)"
 py="$("${here}/../bench/setup-bench-venv.sh" "$@" | tail -n 1)"
+version="${1:-$(sed -n -E 's/^version:[[:space:]]*"?([0-9][0-9.]*)"?.*/\1/p' "${root}/profiles/sglang.yml")}"
+pyver="$("${py}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+lock="${root}/profiles/locks/sglang-${version}-py${pyver}.txt"
+if [ -f "${lock}" ]; then
+    "${py}" "${root}/tests/tools/sglang_lock.py" check "${py}" "${lock}"
+elif [ $# -eq 0 ]; then
+    echo "run-parser-tests: the pin ${version} has no lock for Python ${pyver} (${lock}); generate it with" \
+        "tests/tools/sglang_lock.py generate ${py} ${lock}" >&2
+    exit 1
+fi
 exec "${py}" "${here}/test_parser.py"
