@@ -36,10 +36,6 @@ options:
       - Environment of the probe on top of the module's, for example C(CC) as the service sets it, or C(PYTHONPATH).
     type: dict
     default: {}
-  fail:
-    description: Fail the task with the reason, the rule and the fix when the build fails; V(false) only reports it.
-    type: bool
-    default: true
 seealso:
   - name: Triton's launcher build
     description: triton/runtime/build.py of the Triton release the pinned SGLang installs.
@@ -112,7 +108,6 @@ def main():
         argument_spec=dict(
             python=dict(type='path', required=True),
             environment=dict(type='dict', default={}),
-            fail=dict(type='bool', default=True),
         ),
         supports_check_mode=True,
     )
@@ -132,7 +127,7 @@ def main():
         result['error'] = 'the probe printed no result (rc %d): %s' % (rc, (err or out).strip()[-2000:])
     result['ok'] = rc == 0 and not result.get('error')
     result.pop('python', None)
-    if not result['ok'] and module.params['fail']:
+    if not result['ok']:
         module.fail_json(msg=(
             '%s cannot build a C extension the way Triton does at the first kernel launch (%s): %s. Rule: Triton '
             'compiles its CUDA launcher with a C compiler (CC, else gcc, else clang) and Python.h of this interpreter '
