@@ -17,6 +17,9 @@ Only the main section is edited (``[snapshot]`` and ``[pve:pending]`` sections s
 container's description to PVE, so managed lines carry no marker comment; they are recognised by content: ``devN``
 entries for ``/dev/nvidia*``, mount entries of ``/dev/nvidia*``, allow lines for major 195 or a major that
 ``/proc/devices`` gives an nvidia driver, and lines recorded as written by the last run (``previous``).
+
+The container's cpuset (``lxc.cgroup2.cpuset.cpus`` / ``.mems``, the CPUs and memory nodes of its GPUs' NUMA node)
+is managed too when the caller asks for it (``manage_cpuset``): then every such line of the main section is replaced.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,6 +31,10 @@ import re
 NVIDIA_MAJOR = 195
 NVIDIACTL_MINOR = 255
 MODESET_MINOR = 254
+
+CPUSET_CPUS_KEY = 'lxc.cgroup2.cpuset.cpus'
+CPUSET_MEMS_KEY = 'lxc.cgroup2.cpuset.mems'
+CPUSET_KEYS = (CPUSET_CPUS_KEY, CPUSET_MEMS_KEY)
 
 _SECTION_RE = re.compile(r'^\[[^\]]+\]\s*$')
 # PVE's parser: raw keys "lxc.x: v" or "lxc.x = v", other keys "name: v" (parse_pct_config).
@@ -118,6 +125,17 @@ def render_lines(nodes, mode='dev', gid=None, uid=None, dev_mode=None, cgroup_ke
     return pairs
 
 
+def render_cpuset(cpus=None, mems=None):
+    """(key, value) pairs of the cpuset lines; a None or empty value gives no line."""
+    pairs = []
+    for key, value in ((CPUSET_CPUS_KEY, cpus), (CPUSET_MEMS_KEY, mems)):
+        if value:
+            if '\n' in value or '\r' in value:
+                raise LxcConfigError('%s value %r spans lines' % (key, value))
+            pairs.append((key, value))
+    return pairs
+
+
 def split_sections(text):
     """(main section lines, the rest verbatim from the first ``[section]`` line on)."""
     lines = (text or '').splitlines(True)
@@ -138,8 +156,11 @@ def parse_line(line):
     return match.group(1), match.group(2)
 
 
-def is_managed(key, value, majors=(), previous=()):
-    """Whether a main-section line is an NVIDIA device line this module owns (see the module docstring)."""
+def is_managed(key, value, majors=(), previous=(), manage_cpuset=False):
+    """Whether a main-section line is one this module owns: an NVIDIA device line, or a cpuset line when
+    ``manage_cpuset`` (see the module docstring)."""
+    if key in CPUSET_KEYS:
+        return manage_cpuset
     if (key, value) in previous or ('dev' if _DEV_KEY_RE.match(key) else key, value) in previous:
         return True
     if _DEV_KEY_RE.match(key):
@@ -153,12 +174,13 @@ def is_managed(key, value, majors=(), previous=()):
     return False
 
 
-def merge(text, pairs, majors=(), previous=()):
+def merge(text, pairs, majors=(), previous=(), manage_cpuset=False):
     """Replace the managed lines of the main section with ``pairs``; return (new text, rendered lines).
 
-    ``dev`` pairs get the lowest ``devN`` indices not used by other (non-managed) dev entries. The block goes where
-    the first managed line of the same style was; otherwise dev entries go after the last other ``devN`` line (else
-    before the first ``lxc.*`` line) and raw lines at the end of the main section.
+    ``dev`` pairs get the lowest ``devN`` indices not used by other (non-managed) dev entries. Each block (``devN``
+    entries, ``lxc.*`` lines) goes where the first managed line of the same style was; otherwise dev entries go after
+    the last other ``devN`` line (else before the first ``lxc.*`` line) and ``lxc.*`` lines at the end of the main
+    section. ``manage_cpuset``: the ``lxc.cgroup2.cpuset.*`` lines are managed too (replaced by those in ``pairs``).
     """
     main, rest = split_sections(text)
     kept = []
@@ -167,7 +189,7 @@ def merge(text, pairs, majors=(), previous=()):
     used = set()
     for line in main:
         parsed = parse_line(line)
-        if parsed and is_managed(parsed[0], parsed[1], majors, previous):
+        if parsed and is_managed(parsed[0], parsed[1], majors, previous, manage_cpuset):
             first_managed.setdefault('dev' if _DEV_KEY_RE.match(parsed[0]) else 'lxc', len(kept))
             continue
         if parsed:
@@ -177,14 +199,18 @@ def merge(text, pairs, majors=(), previous=()):
         kept.append(line)
 
     rendered = []
+    blocks = {'dev': [], 'lxc': []}
     index = 0
     for key, value in pairs:
+        kind = 'lxc'
         if key == 'dev':
+            kind = 'dev'
             while index in used:
                 index += 1
             used.add(index)
             key = 'dev%d' % index
         rendered.append('%s: %s' % (key, value))
+        blocks[kind].append(rendered[-1] + '\n')
 
     # Trailing blank lines separate the main section from [snapshot]; keep them after our block.
     body_end = len(kept)
@@ -192,15 +218,22 @@ def merge(text, pairs, majors=(), previous=()):
         body_end -= 1
     if kept[:body_end] and not kept[body_end - 1].endswith('\n'):
         kept[body_end - 1] += '\n'
-    kind = 'dev' if pairs and pairs[0][0] == 'dev' else 'lxc'
-    if kind in first_managed:
-        position = min(first_managed[kind], body_end)
-    elif kind == 'dev':
-        position = _dev_position(kept[:body_end])
-    else:
-        position = body_end
-    block = [line + '\n' for line in rendered]
-    new_main = kept[:position] + block + kept[position:]
+    positions = {}
+    for kind in ('dev', 'lxc'):
+        if kind in first_managed:
+            positions[kind] = min(first_managed[kind], body_end)
+        elif kind == 'dev':
+            positions[kind] = _dev_position(kept[:body_end])
+        else:
+            positions[kind] = body_end
+    new_main = []
+    for position in range(len(kept) + 1):
+        # At the same place, devN entries come before lxc.* lines (PVE writes its own keys first too).
+        for kind in ('dev', 'lxc'):
+            if positions[kind] == position:
+                new_main.extend(blocks[kind])
+        if position < len(kept):
+            new_main.append(kept[position])
     return ''.join(new_main) + rest, rendered
 
 
@@ -222,12 +255,12 @@ def _dev_position(lines):
     return len(lines)
 
 
-def managed_lines(text, majors=(), previous=()):
+def managed_lines(text, majors=(), previous=(), manage_cpuset=False):
     """The managed lines currently in the main section, as "key: value" strings."""
     main, dummy = split_sections(text)
     result = []
     for line in main:
         parsed = parse_line(line)
-        if parsed and is_managed(parsed[0], parsed[1], majors, previous):
+        if parsed and is_managed(parsed[0], parsed[1], majors, previous, manage_cpuset):
             result.append('%s: %s' % parsed)
     return result

@@ -22,8 +22,11 @@ description:
   - Merges them into the main section of C(/etc/pve/lxc/<vmid>.conf), replacing the NVIDIA device lines that are
     there and keeping every other line, other C(devN) entries (their indices are never reused) and the
     C([snapshot]) / C([pve:pending]) sections untouched.
-  - The task reports a change when the file changed; a running container only sees new devices after a restart, which
-    the C(llmops.inference.lxc_gpu) role does through a handler.
+  - With O(cpuset), also pins the container to the CPUs and memory of its GPUs' NUMA node, where
+    C(lxc.cgroup2.cpuset.cpus) is the union of the GPUs' C(/sys/bus/pci/devices/<address>/local_cpulist) and
+    C(lxc.cgroup2.cpuset.mems) their NUMA nodes, replacing any cpuset lines of the main section.
+  - The task reports a change when the file changed; a running container only sees new devices and a new cpuset after
+    a restart, which the C(llmops.inference.lxc_gpu) role does through a handler.
 author:
   - llmops.inference maintainers (@llmops)
 extends_documentation_fragment:
@@ -107,8 +110,23 @@ options:
     description: Create O(path) when it does not exist (otherwise that fails, the container does not exist).
     type: bool
     default: false
+  cpuset:
+    description:
+      - The container's C(lxc.cgroup2.cpuset.cpus) and C(lxc.cgroup2.cpuset.mems) lines. Omitted, cpuset lines are
+        left as they are; given, the module owns them and replaces every such line of the main section.
+      - V(auto) takes the union of the GPUs' C(local_cpulist) (read below O(root)) as C(cpus) and their NUMA nodes as
+        C(mems). When a GPU has no readable C(local_cpulist), a NUMA node of V(-1) (unknown) or was given only by its
+        minor, no cpuset line is written (earlier ones are removed) and a warning names the GPU; the run does not fail.
+      - An empty string removes the cpuset lines (no pinning).
+      - Any other value is a CPU list in the kernel's format, for example V(0-31,64-95) (decimal numbers and C(lo-hi)
+        ranges, comma-separated); it is written as given after its syntax is checked, with no C(mems) line (the
+        kernel's default, all memory nodes).
+      - With O(state=absent) a given O(cpuset) removes the cpuset lines whatever its value.
+    type: str
 notes:
   - Comment lines in a PVE config are the container's description, so the managed lines carry no marker comment.
+  - Proxmox's pvestatd leaves the CPUs of a container with its own C(lxc.cgroup2.cpuset.cpus) alone (it no longer picks
+    C(cores) CPUs for it), so the container may use every CPU of the list; C(cores) still tells the guest its count.
 seealso:
   - module: llmops.inference.gpu_info
   - name: pct.conf(5)
@@ -131,6 +149,12 @@ EXAMPLES = r"""
     mode: raw
     state_file: /var/lib/llmops-inference/lxc_gpu/101.json
 
+- name: Container 101 on the CPUs and memory of its GPUs' NUMA node (lxc.cgroup2.cpuset.cpus / .mems)
+  llmops.inference.lxc_gpu_config:
+    path: /etc/pve/lxc/101.conf
+    numa_node: 0
+    cpuset: auto
+
 - name: Render offline from fixtures (plan)
   llmops.inference.lxc_gpu_config:
     path: /tmp/plan/101.conf
@@ -143,11 +167,39 @@ EXAMPLES = r"""
 
 RETURN = r"""
 lines:
-  description: The NVIDIA device lines the main section holds after the run (as written, with devN indices).
+  description: The NVIDIA device lines the main section holds after the run (as written, with devN indices), then the
+    cpuset lines when O(cpuset) is given.
   returned: always
   type: list
   elements: str
-  sample: ["dev1: /dev/nvidia0", "dev2: /dev/nvidia1", "dev3: /dev/nvidiactl", "dev4: /dev/nvidia-uvm"]
+  sample: ["dev1: /dev/nvidia0", "dev2: /dev/nvidia1", "dev3: /dev/nvidiactl", "dev4: /dev/nvidia-uvm",
+           "lxc.cgroup2.cpuset.cpus: 0-63,128-191", "lxc.cgroup2.cpuset.mems: 0"]
+cpuset:
+  description: The cpuset the module rendered.
+  returned: always
+  type: dict
+  contains:
+    source:
+      description: V(auto), V(explicit) (a CPU list given), V(none) (O(cpuset) empty, or O(state=absent)) or
+        V(unmanaged) (O(cpuset) omitted, lines left as they were).
+      type: str
+      returned: always
+      sample: auto
+    cpus:
+      description: The C(lxc.cgroup2.cpuset.cpus) value written; null when none was written.
+      type: str
+      returned: always
+      sample: 0-63,128-191
+    mems:
+      description: The C(lxc.cgroup2.cpuset.mems) value written; null when none was written.
+      type: str
+      returned: always
+      sample: "0"
+    reason:
+      description: Why V(auto) wrote nothing (the GPUs without a NUMA node or CPU list); null otherwise.
+      type: str
+      returned: always
+      sample: "0000:00:06.0 has no NUMA node (numa_node -1: the firmware reports no affinity)"
 gpus:
   description: The container's GPUs, sorted by minor.
   returned: always
@@ -198,12 +250,18 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.llmops.inference.plugins.module_utils.cpulist import (
+    CpuListError,
+    gpu_cpuset,
+    parse_cpulist,
+)
 from ansible_collections.llmops.inference.plugins.module_utils.lxc_config import (
     LxcConfigError,
     device_nodes,
     merge,
     nvidia_majors,
     parse_proc_devices,
+    render_cpuset,
     render_lines,
 )
 from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import (
@@ -274,6 +332,29 @@ def host_minors(sysfs):
     return sorted(minors)
 
 
+def resolve_cpuset(sysfs, gpus, cpuset):
+    """The cpuset result dict for the resolved ``gpus`` and the O(cpuset) value (not None): source, cpus, mems, reason.
+
+    Raises CpuListError for an explicit value that is not a CPU list."""
+    if cpuset == '':
+        return {'source': 'none', 'cpus': None, 'mems': None, 'reason': None}
+    if cpuset != 'auto':
+        parse_cpulist(cpuset)
+        return {'source': 'explicit', 'cpus': cpuset.strip(), 'mems': None, 'reason': None}
+    described = []
+    for address, minor, numa in gpus:
+        if address is None:
+            described.append({'name': '/dev/nvidia%d (given by minor)' % minor, 'numa_node': None, 'local_cpulist': None})
+        else:
+            # The one local_cpulist reader, shared with gpu_info.
+            described.append({'name': address, 'numa_node': numa, 'local_cpulist': sysfs.local_cpulist(address)})
+    implied = gpu_cpuset(described)
+    reason = None
+    if implied['problems']:
+        reason = '; '.join(implied['problems'])
+    return {'source': 'auto', 'cpus': implied['cpus'], 'mems': implied['mems'], 'reason': reason}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -294,13 +375,23 @@ def main():
             check_device_nodes=dict(type='bool', default=True),
             state_file=dict(type='path'),
             create=dict(type='bool', default=False),
+            cpuset=dict(type='str'),
         ),
         supports_check_mode=True,
     )
     params = module.params
     path = params['path']
+    cpuset = params['cpuset']
+    manage_cpuset = cpuset is not None
     result = dict(changed=False, path=path, lines=[], gpus=[], uvm_major=None, host_nvidia_minors=[],
-                  missing_device_nodes=[])
+                  missing_device_nodes=[],
+                  cpuset={'source': 'none' if manage_cpuset else 'unmanaged', 'cpus': None, 'mems': None, 'reason': None})
+    if manage_cpuset and params['state'] == 'present' and cpuset not in ('', 'auto'):
+        try:
+            parse_cpulist(cpuset)
+        except CpuListError as exc:
+            module.fail_json(msg='cpuset: %s, or auto (the CPUs local to the GPUs) or an empty string (no cpuset). '
+                             'Nothing was changed in %s.' % (exc, path), **result)
 
     text = _read(path)
     if text is None:
@@ -336,8 +427,15 @@ def main():
             nodes = device_nodes([gpu[1] for gpu in gpus], uvm_major, include_uvm_tools=params['include_uvm_tools'],
                                  include_modeset=params['include_modeset'])
             pairs = render_lines(nodes, params['mode'], gid=params['gid'], uid=params['uid'], dev_mode=params['dev_mode'])
+            if manage_cpuset:
+                result['cpuset'] = resolve_cpuset(sysfs, gpus, cpuset)
+                pairs.extend(render_cpuset(result['cpuset']['cpus'], result['cpuset']['mems']))
         except (ValueError, PciAddressError, LxcConfigError) as exc:
             module.fail_json(msg=str(exc), **result)
+        if result['cpuset']['reason']:
+            module.warn('cpuset auto: %s, so no lxc.cgroup2.cpuset lines are written for %s (the container may run on '
+                        'any CPU). Give cpuset as a CPU list to pin it anyway, or an empty string to opt out.'
+                        % (result['cpuset']['reason'], path))
         result['gpus'] = [{'address': gpu[0], 'minor': gpu[1], 'device_node': '/dev/nvidia%d' % gpu[1], 'numa_node': gpu[2]}
                           for gpu in gpus]
         if params['check_device_nodes']:
@@ -349,7 +447,7 @@ def main():
                         '-u -c0 creates the uvm nodes; the lxc_gpu role installs a unit that does it at boot)'
                         % ', '.join(result['missing_device_nodes']))
 
-    new_text, rendered = merge(text, pairs, majors, previous)
+    new_text, rendered = merge(text, pairs, majors, previous, manage_cpuset=manage_cpuset)
     result['lines'] = rendered
     result['changed'] = new_text != text
     if module._diff:

@@ -341,6 +341,10 @@ ROLE_OPTIONS = json.loads(r'''
    "default": "dev",
    "type": "str"
   },
+  "lxc_gpu_cpuset": {
+   "default": "auto",
+   "type": "str"
+  },
   "lxc_gpu_ct_rootfs": {
    "default": "",
    "type": "str"

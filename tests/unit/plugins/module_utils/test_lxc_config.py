@@ -168,3 +168,46 @@ def test_parse_line_forms():
     assert lc.is_managed('lxc.cgroup2.devices.allow', 'c 195:* rwm')
     assert not lc.is_managed('lxc.cgroup2.devices.allow', 'c *:* rwm')
     assert not lc.is_managed('dev0', '/dev/dri/renderD128')
+
+
+def test_cpuset_lines_are_managed_only_when_asked():
+    assert lc.render_cpuset('0-63,128-191', '0') == [('lxc.cgroup2.cpuset.cpus', '0-63,128-191'),
+                                                     ('lxc.cgroup2.cpuset.mems', '0')]
+    assert lc.render_cpuset('0-7', None) == [('lxc.cgroup2.cpuset.cpus', '0-7')]
+    assert lc.render_cpuset(None, None) == []
+    with pytest.raises(lc.LxcConfigError):
+        lc.render_cpuset('0-3\nlxc.apparmor.profile: unconfined')
+    assert lc.is_managed('lxc.cgroup2.cpuset.cpus', '0-7', manage_cpuset=True)
+    assert not lc.is_managed('lxc.cgroup2.cpuset.cpus', '0-7')
+    # A line recorded by the last run is still left alone while the cpuset is not managed.
+    assert not lc.is_managed('lxc.cgroup2.cpuset.mems', '0', previous={('lxc.cgroup2.cpuset.mems', '0')})
+    assert not lc.is_managed('lxc.cgroup2.cpuset.cpu_exclusive', '1', manage_cpuset=True)
+
+
+def test_merge_dev_entries_and_cpuset_lines():
+    old = CT_CONF.replace('lxc.apparmor.profile: unconfined\n',
+                          'lxc.apparmor.profile: unconfined\nlxc.cgroup2.cpuset.cpus: 0-7\n'
+                          'lxc.cgroup2.devices.allow: c 195:* rwm\n')
+    pairs = lc.render_lines(lc.device_nodes([0, 1], 511), 'dev') + lc.render_cpuset('0-63,128-191', '0')
+    new, rendered = lc.merge(old, pairs, manage_cpuset=True)
+    assert rendered[-2:] == ['lxc.cgroup2.cpuset.cpus: 0-63,128-191', 'lxc.cgroup2.cpuset.mems: 0']
+    main = ''.join(lc.split_sections(new)[0])
+    # devN after dev0; the cpuset where the old cpuset line was; the old raw line gone; the snapshot untouched.
+    assert 'dev0: /dev/dri/renderD128,gid=104\ndev1: /dev/nvidia0\n' in main
+    assert main.endswith('lxc.apparmor.profile: unconfined\nlxc.cgroup2.cpuset.cpus: 0-63,128-191\n'
+                         'lxc.cgroup2.cpuset.mems: 0\n\n')
+    assert 'c 195:* rwm' not in main and lc.split_sections(new)[1] == lc.split_sections(CT_CONF)[1]
+    assert lc.merge(new, pairs, manage_cpuset=True)[0] == new
+    assert lc.managed_lines(new, manage_cpuset=True)[-2:] == rendered[-2:]
+    # Unmanaged: the cpuset lines stay; opted out: they go.
+    devices = lc.render_lines(lc.device_nodes([0, 1], 511), 'dev')
+    assert lc.merge(new, devices)[0] == new
+    off, dummy = lc.merge(new, devices, manage_cpuset=True)
+    assert off == new.replace('lxc.cgroup2.cpuset.cpus: 0-63,128-191\nlxc.cgroup2.cpuset.mems: 0\n', '')
+
+
+def test_raw_lines_and_cpuset_are_one_block():
+    pairs = lc.render_lines(lc.device_nodes([0], 238, include_uvm_tools=False), 'raw') + lc.render_cpuset('0-31', '0')
+    new, rendered = lc.merge('arch: amd64\nlxc.cgroup2.cpuset.mems: 1\nswap: 0\n', pairs, manage_cpuset=True)
+    assert new == 'arch: amd64\n' + ''.join(line + '\n' for line in rendered) + 'swap: 0\n'
+    assert rendered[-2:] == ['lxc.cgroup2.cpuset.cpus: 0-31', 'lxc.cgroup2.cpuset.mems: 0']

@@ -106,3 +106,83 @@ def test_missing_config_needs_create(sysfs_roots, tmp_path, module_calls):
     kind, result = run_module(base(sysfs_roots, path, minors=[4], create=True))
     assert kind is AnsibleExitJson and result['lines'][0] == 'dev0: /dev/nvidia4'
     assert result['gpus'] == [{'address': None, 'minor': 4, 'device_node': '/dev/nvidia4', 'numa_node': None}]
+
+
+CPUSET_LINES = ['lxc.cgroup2.cpuset.cpus: 0-63,128-191', 'lxc.cgroup2.cpuset.mems: 0']
+
+
+def read(path):
+    with open(path) as handle:
+        return handle.read()
+
+
+def test_cpuset_auto_from_the_gpus_local_cpulist(sysfs_roots, conf, module_calls, tmp_path):
+    state = str(tmp_path / 'state' / '101.json')
+    kind, result = run_module(base(sysfs_roots, conf, numa_node=0, cpuset='auto', state_file=state))
+    assert kind is AnsibleExitJson, result
+    assert result['cpuset'] == {'source': 'auto', 'cpus': '0-63,128-191', 'mems': '0', 'reason': None}
+    assert result['lines'][-2:] == CPUSET_LINES and result['lines'][0] == 'dev1: /dev/nvidia0'
+    # After the last line of the main section (no lxc.* GPU lines to take the place of), before the snapshot.
+    assert 'lxc.apparmor.profile: unconfined\n%s\n\n[snap1]\n' % '\n'.join(CPUSET_LINES) in read(conf)
+    kind, again = run_module(base(sysfs_roots, conf, numa_node=0, cpuset='auto', state_file=state))
+    assert again['changed'] is False
+    # Omitted: the module leaves the cpuset lines alone, even though the state file recorded them.
+    kind, unmanaged = run_module(base(sysfs_roots, conf, numa_node=0, state_file=state))
+    assert unmanaged['changed'] is False and unmanaged['cpuset']['source'] == 'unmanaged'
+    assert unmanaged['lines'] == result['lines'][:-2]
+    # Opted out: they go, the device lines stay.
+    kind, off = run_module(base(sysfs_roots, conf, numa_node=0, cpuset='', state_file=state))
+    assert off['changed'] is True and off['cpuset'] == {'source': 'none', 'cpus': None, 'mems': None, 'reason': None}
+    assert 'cpuset' not in read(conf) and off['lines'] == result['lines'][:-2]
+
+
+def test_cpuset_explicit_list_replaces_auto(sysfs_roots, conf, module_calls):
+    run_module(base(sysfs_roots, conf, addresses=['0000:21:00.0'], cpuset='auto'))
+    kind, result = run_module(base(sysfs_roots, conf, addresses=['0000:21:00.0'], cpuset='0-31,128-159'))
+    assert result['changed'] is True
+    assert result['cpuset'] == {'source': 'explicit', 'cpus': '0-31,128-159', 'mems': None, 'reason': None}
+    text = read(conf)
+    assert 'lxc.cgroup2.cpuset.cpus: 0-31,128-159\n' in text and 'cpuset.mems' not in text
+
+
+@pytest.mark.parametrize('cpuset', ['0-31 64-95', '31-0', 'node0', '0-3\nlxc.apparmor.profile: unconfined'])
+def test_cpuset_explicit_list_is_checked(sysfs_roots, conf, module_calls, cpuset):
+    kind, result = run_module(base(sysfs_roots, conf, numa_node=0, cpuset=cpuset))
+    assert kind is AnsibleFailJson
+    assert result['msg'].startswith('cpuset: %r is not a CPU list' % cpuset)
+    assert 'Nothing was changed' in result['msg'] and read(conf) == CONF
+
+
+def test_cpuset_auto_with_unknown_numa_node_writes_none_and_warns(sysfs_roots, conf, module_calls):
+    # The captured H200 VM: numa_node -1 on both GPUs (local_cpulist 0-31 is every CPU of the VM).
+    with open(conf, 'w') as handle:
+        handle.write(CONF.replace('hostname: sglang-ct\n', 'hostname: sglang-ct\nlxc.cgroup2.cpuset.cpus: 0-7\n'))
+    kind, result = run_module(base(sysfs_roots, conf, root=sysfs_roots['h200_real'], addresses=['0000:00:06.0'],
+                                   cpuset='auto', check_device_nodes=False))
+    assert kind is AnsibleExitJson, result
+    assert result['cpuset']['cpus'] is None and result['cpuset']['mems'] is None
+    assert result['cpuset']['reason'].startswith('0000:00:06.0 has no NUMA node (numa_node -1')
+    assert 'cpuset' not in read(conf)
+    assert module_calls['warnings'] == ['cpuset auto: %s, so no lxc.cgroup2.cpuset lines are written for %s (the '
+                                        'container may run on any CPU). Give cpuset as a CPU list to pin it anyway, or '
+                                        'an empty string to opt out.' % (result['cpuset']['reason'], conf)]
+
+
+def test_cpuset_auto_with_an_unreadable_local_cpulist_or_a_bare_minor(fresh_root, conf, module_calls):
+    root = fresh_root('seed_pve_8x_rtx6000')
+    os.remove(os.path.realpath(os.path.join(root, 'sys/bus/pci/devices/0000:41:00.0/local_cpulist')))
+    kind, result = run_module({'path': conf, 'root': root, 'proc_devices_path': PROC_DEVICES, 'numa_node': 0,
+                               'minors': [6], 'cpuset': 'auto', 'check_device_nodes': False})
+    assert kind is AnsibleExitJson, result
+    assert result['cpuset']['reason'] == ('0000:41:00.0 has no readable local_cpulist; /dev/nvidia6 (given by minor) '
+                                          'has no NUMA node (numa_node unreadable: the firmware reports no affinity)')
+    assert 'cpuset' not in read(conf) and '0000:41:00.0 has no readable local_cpulist' in module_calls['warnings'][0]
+
+
+def test_cpuset_raw_mode_and_state_absent(sysfs_roots, conf, module_calls):
+    kind, result = run_module(base(sysfs_roots, conf, addresses=['0000:21:00.0'], mode='raw', cpuset='auto'))
+    assert result['lines'][-2:] == CPUSET_LINES
+    assert read(conf).split('\n[')[0].endswith('lxc.mount.entry: /dev/nvidia-uvm-tools dev/nvidia-uvm-tools none '
+                                               'bind,optional,create=file\n' + '\n'.join(CPUSET_LINES) + '\n')
+    kind, result = run_module(base(sysfs_roots, conf, state='absent', cpuset='auto'))
+    assert result['changed'] is True and result['cpuset']['source'] == 'none' and read(conf) == CONF
