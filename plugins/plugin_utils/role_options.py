@@ -222,6 +222,10 @@ ROLE_OPTIONS = json.loads(r'''
    "default": "",
    "type": "str"
   },
+  "hf_model_pip_lock": {
+   "default": "{{ role_path }}/../../profiles/locks/hf-client-2.4.0.txt",
+   "type": "path"
+  },
   "hf_model_pip_packages": {
    "default": [
     "huggingface_hub==2.4.0",
