@@ -185,6 +185,8 @@ def resolve_server(ctx, variant=None):
                     # The pip lock of the pin for the host's Python X.Y (controller path; tests/tools/sglang_lock.py).
                     lock_template='%s/locks/sglang-%s-py{python}.txt' % (prof['dir'].rstrip('/'), prof['pin']['version']),
                     rules=dict(family=release.get('planner_family'), source=release.get('source')),
+                    # Packages of the programs the release runs from PATH (numactl for its NUMA binding).
+                    host_packages=sorted(set(p['package'] for p in (release.get('host_programs') or {}).values())),
                     parser_python=settings['llmops_parser_python']),
         model=model_facts,
         gpus=dict(profile=settings['llmops_gpu_profile'], display_name=gpu.get('display_name') or gpu.get('name'),

@@ -105,7 +105,14 @@ ARCHITECTURE_KEYS = {
     'breakable_graph_multimodal': _IS_STR_LIST,
     'blackwell_gdn_backends': (_is_backend_map, 'a mapping of compute-capability major to a list of backends'),
 }
-RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults')
+RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults', 'host_programs')
+# A program the release runs from the host's PATH and silently does without: the package that provides it, why, and
+# the release's own message when it is missing (tests/sglang/test_parser.py finds it in the pinned source).
+HOST_PROGRAM_KEYS = {
+    'package': _IS_STR,
+    'why': _IS_STR,
+    'missing_message': _IS_STR,
+}
 TOP_KEYS = ('planner_families', 'architectures', 'releases', 'shared')
 
 # What to read for a release that lacks a kind of rules, and where it goes.
@@ -215,6 +222,8 @@ def load_table(data):
                         required=False)
         if 'defaults' in entry:
             _check_keys(where + '.defaults', entry['defaults'], DEFAULT_KEYS)
+        for program, spec in (entry.get('host_programs') or {}).items():
+            _check_keys('%s.host_programs.%s' % (where, program), spec, HOST_PROGRAM_KEYS)
         releases[version] = copy.deepcopy(entry)
     return dict(planner_families=families, architectures=architectures, releases=releases)
 
@@ -273,7 +282,7 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
     )
     return dict(version=version, source=entry['source'], planner_family=family, planner=planner, flags=flags,
                 choices=choices, defaults=dict(entry['defaults']) if 'defaults' in entry else None,
-                architectures=architectures)
+                host_programs=copy.deepcopy(entry.get('host_programs') or {}), architectures=architectures)
 
 
 def check_choice(rel, option, value):

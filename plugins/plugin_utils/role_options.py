@@ -760,6 +760,14 @@ ROLE_OPTIONS = json.loads(r'''
    "default": "closed",
    "type": "str"
   },
+  "sglang_server_device_policy_enforced": {
+   "default": true,
+   "type": "bool"
+  },
+  "sglang_server_device_policy_probe": {
+   "default": true,
+   "type": "bool"
+  },
   "sglang_server_enabled": {
    "default": true,
    "type": "bool"

@@ -16,8 +16,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # Bump to force a rebuild of every image when something outside the recipe below changes.
 RECIPE_VERSION=1
 # What later roles commonly need on a target, beyond Ansible's own needs (python3, python3-apt, sudo); gcc, libc6-dev and
-# python3-dev are what sglang_server installs for Triton (the lab scenarios run without network: present already).
-LAB_PACKAGES="systemd,systemd-sysv,dbus,python3,python3-apt,python3-venv,sudo,iproute2,procps,kmod,ca-certificates,curl,gcc,libc6-dev,python3-dev"
+# python3-dev are what sglang_server installs for Triton, numactl what it installs for SGLang's NUMA binding (the lab
+# scenarios run without network: present already).
+LAB_PACKAGES="systemd,systemd-sysv,dbus,python3,python3-apt,python3-venv,sudo,iproute2,procps,kmod,ca-certificates,curl,gcc,libc6-dev,python3-dev,numactl"
 
 WORKDIR="${LLMOPS_LAB_WORKDIR:-/var/tmp/llmops-lab}"
 CACHE="${LLMOPS_LAB_CACHE:-/var/cache/llmops-lab}"

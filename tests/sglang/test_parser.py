@@ -196,6 +196,10 @@ def main():
         ok = bool(messages) and literal in messages[0] and literal in source
         print('%s wording: %s -> %s' % ('PASS' if ok else 'FAIL', check, messages[0] if messages else 'not refused'))
         passed, failed = passed + ok, failed + (not ok)
+    for program, spec in sorted((release.get('host_programs') or {}).items()):
+        ok = spec['missing_message'] in source
+        print('%s host program: %s (%s) %r' % ('PASS' if ok else 'FAIL', program, spec['package'], spec['missing_message']))
+        passed, failed = passed + ok, failed + (not ok)
     for name in ('parallel_begin', 'parallel_end'):
         ok = rules[name].rstrip('.') in source
         print('%s log line: %s %r' % ('PASS' if ok else 'FAIL', name, rules[name]))

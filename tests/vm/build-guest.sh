@@ -23,7 +23,8 @@ export PATH="${PATH}:/usr/sbin:/sbin"
 RECIPE_VERSION=4
 SUITE=bookworm
 # driverctl is the persistence mechanism under test; iproute2 brings an interface UP for the "in use" refusal.
-GUEST_PACKAGES="systemd-sysv,udev,openssh-server,driverctl,python3,kmod,iproute2"
+# dbus: systemd-run (the DevicePolicy= probe of systemd_device_policy_info) needs the system bus, as on every real host.
+GUEST_PACKAGES="systemd-sysv,udev,openssh-server,driverctl,python3,kmod,iproute2,dbus"
 # Modules the initramfs loads to mount the root (with their dependencies, resolved by modprobe --show-depends).
 INITRD_MODULES="virtio_pci virtio_blk crc32c_generic ext4"
 IMAGE_SIZE=1G

@@ -5,7 +5,8 @@
 # pci-testdev behind a PCIe-to-PCI bridge (the "foreign member" case). Ansible reaches the guest over SSH on
 # 127.0.0.1 (QEMU user networking, hostfwd):
 #   1. tests/vm/split.yml: bind one NIC by address to vfio-pci while its twin stays on e1000e, idempotence, the
-#      refusals (open handle on /dev/vfio/<group>, an interface that is UP, a foreign group member);
+#      refusals (open handle on /dev/vfio/<group>, an interface that is UP, a foreign group member, a non-root run),
+#      and the DevicePolicy= probe of systemd_device_policy_info (enforced on a real kernel with unified cgroups);
 #   2. the guest powers off and boots again from the same disk (a qcow2 overlay over the cached image);
 #   3. tests/vm/after-reboot.yml: the split persisted (driverctl), a role run changes nothing, the card goes back.
 #
