@@ -10,7 +10,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv plan test unit sanity lint changelog-lint docs-check parser integration molecule clean
+.PHONY: help venv plan test unit sanity lint changelog-lint docs-check parser integration molecule lab clean
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
@@ -56,8 +56,12 @@ parser: venv
 molecule: venv
 	tests/lab/run-molecule.sh
 
+# integration and molecule at the same time (tests/tools/run-lab.sh): much of both is waiting.
+lab: venv
+	tests/tools/run-lab.sh
+
 # Cheap checks first so a typo fails in seconds, the slow lab last.
-test: unit changelog-lint docs-check lint sanity parser integration molecule
+test: unit changelog-lint docs-check lint sanity parser lab
 	@echo "make test: all suites passed"
 
 clean:
