@@ -5,9 +5,15 @@
 The unit sets NoNewPrivileges=yes and SystemCallFilter=@system-service (SystemCallErrorNumber=EPERM). This probe
 applies the same allow-list with libseccomp (ctypes; the list is `systemd-analyze syscall-filter @system-service`
 expanded, one name per line, in SYSCALLS_FILE) and then runs a two-rank torch.distributed NCCL all-reduce, a CUDA
-IPC hand-over between processes and a torch.compile'd (Triton) kernel on the GPUs. No systemd needed.
+IPC hand-over between processes and a torch.compile'd (Triton) kernel on the GPUs. No systemd needed. With one GPU
+the two-rank checks are skipped (and say so).
 
-  python tests/gpu/seccomp_cuda_probe.py SYSCALLS_FILE [--no-filter]
+It also starts a CUDA process the way SGLang's NUMA binding does (utils/numa_utils.py: the scheduler is exec'd
+through "numactl --cpunodebind=N --membind=N"), under the same filter: the CUDA context, a kernel and pinned host
+memory must work there, and the process must really be bound (numactl --show inside it: policy bind). Skipped when
+numactl is not installed.
+
+  python tests/gpu/seccomp_cuda_probe.py SYSCALLS_FILE [--no-filter] [--numa-node N]   (N: default 0)
 Prints one line per check and "N passed, N failed".
 """
 import ctypes
@@ -43,6 +49,24 @@ if __name__ == '__main__':
     print('IPC %s' % ('OK' if r.get(timeout=120) == 1000.0 else 'WRONG'), flush=True); p.join()
 '''
 
+NUMA = r'''
+import subprocess, torch
+x = torch.ones(1 << 20, device='cuda')
+pinned = torch.ones(1 << 20).pin_memory()
+y = (x * 2).sum().item() + pinned.cuda(non_blocking=True).sum().item()
+show = subprocess.run(['numactl', '--show'], capture_output=True, text=True, check=False).stdout
+print('NUMA cuda %s' % ('OK' if y == 3 * (1 << 20) else 'WRONG'), flush=True)
+print(show, flush=True)
+'''
+
+
+def gpu_count():
+    try:
+        out = subprocess.run(['nvidia-smi', '-L'], capture_output=True, text=True, timeout=60, check=False).stdout
+    except OSError:
+        return 0
+    return sum(1 for line in out.splitlines() if line.startswith('GPU '))
+
 
 def apply_filter(path):
     lib = ctypes.CDLL('libseccomp.so.2', use_errno=True)
@@ -67,12 +91,17 @@ def apply_filter(path):
 
 def main():
     args = sys.argv[1:]
+    node = args[args.index('--numa-node') + 1] if '--numa-node' in args else '0'
     if '--no-filter' not in args:
         # NoNewPrivileges=yes; libseccomp also sets it by default (SCMP_FLTATR_CTL_NNP).
         print('filter: %d syscalls allowed (everything else EPERM)' % apply_filter(args[0]), flush=True)
     env = dict(os.environ, NCCL_NVLS_ENABLE='0', NCCL_DEBUG='INFO', NCCL_DEBUG_SUBSYS='INIT,P2P,SHM')
     passed = failed = 0
+    gpus = gpu_count()
     for label, extra in (('nccl default transport', {}), ('nccl NCCL_P2P_DISABLE=1', {'NCCL_P2P_DISABLE': '1'})):
+        if gpus < 2:
+            print('SKIP %s (%d GPU: the check needs two)' % (label, gpus), flush=True)
+            continue
         procs = [subprocess.Popen([sys.executable, '-c', WORKER, str(r), '2'], stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, env=dict(env, **extra), text=True) for r in range(2)]
         outs = [p.communicate(timeout=240)[0] for p in procs]
@@ -81,6 +110,19 @@ def main():
         print('%s %s (transport %s)' % ('PASS' if ok else 'FAIL', label, ', '.join(via) or '?'), flush=True)
         if not ok:
             print('\n'.join(o[-3000:] for o in outs))
+        passed, failed = passed + ok, failed + (not ok)
+    if subprocess.run(['sh', '-c', 'command -v numactl'], capture_output=True, check=False).returncode != 0:
+        print('SKIP cuda under numactl (numactl is not installed)', flush=True)
+    else:
+        proc = subprocess.run(['numactl', '--cpunodebind=' + node, '--membind=' + node, sys.executable, '-c', NUMA],
+                              capture_output=True, text=True, timeout=240, env=env, check=False)
+        ok = (proc.returncode == 0 and 'NUMA cuda OK' in proc.stdout and 'policy: bind' in proc.stdout
+              and ('membind: %s' % node) in proc.stdout)
+        binding = [line.strip() for line in proc.stdout.splitlines() if line.startswith(('policy', 'cpubind', 'membind'))]
+        print('%s cuda under numactl --cpunodebind=%s --membind=%s (as SGLang starts a scheduler)%s'
+              % ('PASS' if ok else 'FAIL', node, node, ': ' + ' / '.join(binding) if ok else ''), flush=True)
+        if not ok:
+            print(proc.stdout[-2000:], proc.stderr[-3000:])
         passed, failed = passed + ok, failed + (not ok)
     # spawn needs an importable __main__: run the IPC check from a file.
     script = os.path.join(os.environ.get('TMPDIR', '/tmp'), 'seccomp_cuda_probe_ipc.py')
