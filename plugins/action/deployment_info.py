@@ -73,22 +73,26 @@ class FileLoader(object):
             return []
 
 
-def parse_with_sglang(python, argv):
-    """SGLang's own argument parser (llmops_parser_python) on the rendered argv: (ok, version or message)."""
+def parse_with_sglang(python, argvs):
+    """SGLang's own argument parser (llmops_parser_python) on the rendered command lines, all in one process.
+
+    A list of (ok, version or message), one per argv in ``argvs``.
+    """
     if not os.access(python, os.X_OK):
-        return False, '%s is not an executable Python' % python
+        return [(False, '%s is not an executable Python' % python)] * len(argvs)
     try:
-        proc = subprocess.run([python, PARSER_CHECK], input=json.dumps(argv).encode(), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=300, check=False)
+        proc = subprocess.run([python, PARSER_CHECK], input=json.dumps([list(a) for a in argvs]).encode(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, 'could not run %s: %s' % (python, exc)
+        return [(False, 'could not run %s: %s' % (python, exc))] * len(argvs)
     try:
-        result = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+        results = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+        if not isinstance(results, list) or len(results) != len(argvs):
+            raise ValueError('not one result per command line')
     except (ValueError, IndexError):
-        return False, '%s printed no result (rc=%d): %s' % (python, proc.returncode, proc.stderr.decode()[-800:])
-    if result.get('ok'):
-        return True, result.get('version')
-    return False, result.get('error') or 'refused'
+        return [(False, '%s printed no result (rc=%d): %s' % (python, proc.returncode, proc.stderr.decode()[-800:]))
+                ] * len(argvs)
+    return [(True, r.get('version')) if r.get('ok') else (False, r.get('error') or 'refused') for r in results]
 
 
 class ActionModule(ActionBase):

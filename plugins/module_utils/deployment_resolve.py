@@ -11,8 +11,9 @@ here, so unit tests drive exactly the code the playbooks run.
 ``resolve(request, loader)``: request = dict(host, groups, variables (name -> value: every variable with a
 collection prefix the host has), vars_of (callable: host -> such a dict, for the container's Proxmox host and a
 Proxmox host's containers), overrides, p2p_verdict, require_secrets, api_key, collection_profiles, role_options,
-parse (optional callable argv -> (ok, message): SGLang's own parser)). loader = object with ``load(path)`` (parsed
-YAML; raises IOError/OSError/ValueError) and ``names(directory)`` (profile names without .yml).
+parse (optional callable (python, [argv, ...]) -> [(ok, message), ...]: SGLang's own parser, every command line
+in one call)). loader = object with ``load(path)`` (parsed YAML; raises IOError/OSError/ValueError) and
+``names(directory)`` (profile names without .yml).
 Returns (deployment, Problems).
 """
 
@@ -135,8 +136,7 @@ def _server(request, loader, settings, sources, problems):
     python = settings['llmops_parser_python']
     if python and parse and not problems:
         items = [('', deployment)] + [('variant %s: ' % v['name'], v['deployment']) for v in deployment['variants']]
-        for label, item in items:
-            ok, message = parse(python, item['argv'])
+        for (label, item), (ok, message) in zip(items, parse(python, [i['argv'] for _l, i in items])):
             if ok:
                 item['sglang']['parsed_by'] = '%s (sglang %s)' % (python, message)
             else:

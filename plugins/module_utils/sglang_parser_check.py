@@ -88,16 +88,28 @@ def check(argv):
     return result
 
 
+def _rc(result):
+    return 0 if result['ok'] else (2 if result.get('kind') in ('argparse', 'abbreviation', 'validation') else 3)
+
+
 def main(args=None):
-    """CLI: argv as JSON list on stdin (``-``) or as arguments after ``--``; prints the result as JSON."""
+    """CLI: argv as JSON list on stdin (``-``) or as arguments after ``--``; prints the result as JSON.
+
+    A JSON list of argv lists on stdin checks them all in this one process (importing SGLang takes seconds) and
+    prints a JSON list of results in the same order; the exit status is the worst of theirs.
+    """
     args = list(sys.argv[1:] if args is None else args)
     if args and args[0] == '--':
         argv = args[1:]
     else:
         argv = json.load(sys.stdin)
+    if argv and all(isinstance(item, list) for item in argv):
+        results = [check([str(a) for a in item]) for item in argv]
+        sys.stdout.write(json.dumps(results, default=str) + '\n')
+        return max(_rc(result) for result in results)
     result = check([str(a) for a in argv])
     sys.stdout.write(json.dumps(result, default=str) + '\n')
-    return 0 if result['ok'] else (2 if result.get('kind') in ('argparse', 'abbreviation', 'validation') else 3)
+    return _rc(result)
 
 
 if __name__ == '__main__':

@@ -130,6 +130,28 @@ def launcher_config_reaches_sglang(argv):
     return got == keys and mode == 0o600, 'read back %s, file mode %o' % (sorted(k for k in got if got[k] == keys[k]), mode)
 
 
+def batch_matches_single(good, bad):
+    """The resolver sends every command line of a deployment (and its variants) in one JSON list: the checker's CLI
+    must answer one result per command line, in order, each the same as a single check, and exit 2 for a refusal."""
+    import contextlib
+    import io
+    import json
+    argvs = [sorted(good.items())[0][1]['argv'], sorted(bad.items())[0][1][0]]
+    out = io.StringIO()
+    saved = sys.stdin
+    sys.stdin = io.StringIO(json.dumps(argvs))
+    try:
+        with contextlib.redirect_stdout(out):
+            rc = checker.main([])
+    finally:
+        sys.stdin = saved
+    results = json.loads(out.getvalue().strip().splitlines()[-1])
+    singles = [checker.check(argv) for argv in argvs]
+    ok = rc == 2 and [r['ok'] for r in results] == [True, False] and [r.get('error') for r in results] == [
+        r.get('error') for r in singles]
+    return ok, 'rc %s, ok %s' % (rc, [r['ok'] for r in results])
+
+
 def main():
     import sglang
     version = sglang.__version__
@@ -226,6 +248,9 @@ def main():
         ok = not result['ok'] and result['kind'] == kind
         print('%s bad: %s -> %s' % ('PASS' if ok else 'FAIL', name, result.get('error')))
         passed, failed = passed + ok, failed + (not ok)
+    ok, detail = batch_matches_single(good, bad)
+    print('%s batch: %s' % ('PASS' if ok else 'FAIL', detail))
+    passed, failed = passed + ok, failed + (not ok)
     print('sglang %s parser: %d passed, %d failed' % (version, passed, failed))
     return 1 if failed else 0
 

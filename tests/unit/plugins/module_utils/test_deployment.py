@@ -135,9 +135,10 @@ def test_nccl_broken_is_refused_by_the_collection():
 def test_the_parser_is_asked_for_every_command_line():
     seen = []
 
-    def parse(python, argv):
-        seen.append(list(argv))
-        return (True, 'x.y') if '--disable-radix-cache' not in argv else (False, 'unrecognized arguments: x')
+    def parse(python, argvs):
+        seen.append([list(argv) for argv in argvs])
+        return [(True, 'x.y') if '--disable-radix-cache' not in argv else (False, 'unrecognized arguments: x')
+                for argv in argvs]
 
     hosts, groups = seed(llmops_parser_python='/usr/bin/python3',
                          llmops_variants=[{'name': 'radix-off', 'overrides': {'llmops_radix_cache': False}}])
@@ -148,7 +149,8 @@ def test_the_parser_is_asked_for_every_command_line():
                    overrides={}, p2p_verdict='', require_secrets=True, api_key='k', parse=parse,
                    collection_profiles=os.path.join(ROOT, 'profiles'), role_options=role_options.ROLE_OPTIONS)
     deployment, problems = _resolve(request, Loader())
-    assert len(seen) == 2 and deployment['sglang']['parsed_by'] == '/usr/bin/python3 (sglang x.y)'
+    # One call (one SGLang import) for the deployment and its variant.
+    assert len(seen) == 1 and len(seen[0]) == 2 and deployment['sglang']['parsed_by'] == '/usr/bin/python3 (sglang x.y)'
     assert 'variant radix-off: llmops_extra_args' in problems.message()
 
 
