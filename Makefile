@@ -4,7 +4,12 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell sha256sum requirements/dev.txt | cut -c1-12)
+REQS_ID := $(shell sha256sum requirements/dev.txt | cut -c1-12)
+STAMP := $(VENV)/.installed-$(REQS_ID)
+# The tool venv (600 MB, about 50 s to install even from pip's cache) is kept per requirements file and Python in the
+# lab cache, and a fresh clone's .venv links to it; a checkout whose .venv is a directory of its own keeps that one.
+LAB_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/llmops-inference
+VENV_CACHE := $(LAB_CACHE)/tool-venv-$(REQS_ID)-py$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 INVENTORY ?= inventories/example
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
@@ -17,9 +22,20 @@ help:
 	@echo "make test   - unit, lint, docs, sanity, SGLang parser, ansible-test integration, molecule lab"
 
 $(STAMP): requirements/dev.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt
-	rm -f $(VENV)/.installed-* && touch $@
+	if [ -d $(VENV) ] && [ ! -L $(VENV) ]; then \
+	    test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
+	    $(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt; \
+	    rm -f $(VENV)/.installed-* && touch $@; \
+	else \
+	    mkdir -p $(LAB_CACHE) && exec 9>$(VENV_CACHE).lock && flock 9; \
+	    if [ ! -e $(VENV_CACHE)/.installed-$(REQS_ID) ]; then \
+	        echo "tool venv: installing requirements/dev.txt into $(VENV_CACHE)"; \
+	        rm -rf $(VENV_CACHE) && $(PYTHON) -m venv $(VENV_CACHE); \
+	        $(VENV_CACHE)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt; \
+	        touch $(VENV_CACHE)/.installed-$(REQS_ID); \
+	    fi; \
+	    ln -sfn $(VENV_CACHE) $(VENV); \
+	fi
 
 venv: $(STAMP)
 
