@@ -16,6 +16,17 @@ __metaclass__ = type
 
 # The sizes without which the planner cannot compute anything (the renderer needs none of them).
 SIZE_KEYS = ('hidden_size', 'num_hidden_layers', 'num_attention_heads')
+# The KV-cache families the planner sizes, each a set of architecture names in the release table
+# (profiles/sglang_releases.yml architectures): hybrid_gdn (Gated DeltaNet + full attention), mla (latent KV),
+# hybrid_swa (sliding-window + full attention layers), gqa (one plain MHA/GQA pool over every layer).
+FAMILIES = ('hybrid_gdn', 'mla', 'hybrid_swa', 'gqa')
+# What each family's pool keeps per token and layer, for messages.
+FAMILY_TEXT = {
+    'hybrid_gdn': 'Gated DeltaNet state per request + K/V of the full-attention layers',
+    'mla': 'one latent vector (kv_lora_rank + qk_rope_head_dim) per layer, on every TP rank',
+    'hybrid_swa': 'K/V of full layers + a smaller pool for the sliding-window layers',
+    'gqa': 'K/V of every layer, KV heads split over TP',
+}
 
 
 class ModelConfigError(ValueError):
@@ -38,6 +49,42 @@ def _int(text, root, key, default=0):
         raise ModelConfigError('model config: %s must be a number, got %r' % (key, value))
 
 
+def family_of(arch, hybrid, architectures):
+    """The planner family of an architecture, or None when the release table names it in no family."""
+    if hybrid:
+        return 'hybrid_gdn'
+    for family in ('mla', 'hybrid_swa', 'gqa'):
+        if arch in (architectures.get(family) or ()):
+            return family
+    return None
+
+
+def supported_architectures(architectures):
+    """Every architecture name the planner sizes, sorted (for refusals)."""
+    names = set()
+    for family in FAMILIES:
+        names.update(architectures.get(family) or ())
+    return sorted(names)
+
+
+def _moe(text, root):
+    """(experts, top_k, expert intermediate size, shared-expert intermediate size, dense layers) of an MoE config.
+
+    Qwen3/Qwen3.5 name them num_experts / shared_expert_intermediate_size; DeepSeek, GLM-4.5 and Kimi
+    n_routed_experts / n_shared_experts / first_k_dense_replace; Mixtral and gpt-oss num_local_experts with the
+    expert size in intermediate_size.
+    """
+    experts = _int(text, root, 'num_experts') or _int(text, root, 'n_routed_experts') or _int(
+        text, root, 'num_local_experts')
+    top_k = _int(text, root, 'num_experts_per_tok') or _int(text, root, 'experts_per_token')
+    moe_inter = _int(text, root, 'moe_intermediate_size')
+    if experts and not moe_inter:
+        moe_inter = _int(text, root, 'intermediate_size')
+    shared = _int(text, root, 'shared_expert_intermediate_size') or _int(text, root, 'n_shared_experts') * moe_inter
+    dense_layers = _int(text, root, 'first_k_dense_replace') if experts else 0
+    return experts, top_k, moe_inter, shared, dense_layers
+
+
 def model_facts(config, architectures):
     """Normalise a (possibly multimodal, nested ``text_config``) HF config into the facts planner and renderer need.
 
@@ -51,7 +98,10 @@ def model_facts(config, architectures):
     n_full, n_linear, hybrid, extra_buffer_supported, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, conv_kernel,
     experts, top_k, moe_inter, shared_inter, dense_inter, vocab, tied, context (max_position_embeddings, 0 when
     unknown), ssm_dtype, dtype, quant_method, kv_cache_quant_algo, mtp_layers (0 when unknown), mtp_layers_known,
-    nextn_in_config, vision, multimodal.
+    nextn_in_config, vision, multimodal; family (a FAMILIES name, None when the table names the architecture in
+    none), attention ('mla' or 'mha'), kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, q_lora_rank (MLA),
+    swa_layer_ids, n_swa, sliding_window (hybrid SWA: the sliding-window layers; full_layer_ids are then the others),
+    dense_layers (leading layers with a dense MLP in an MoE model).
     """
     if config is None:
         config = {}
@@ -72,14 +122,22 @@ def model_facts(config, architectures):
     interval = _get(text, config, 'full_attention_interval')
     layer_types = _get(text, config, 'layer_types')
     linear_v_heads = _int(text, config, 'linear_num_value_heads')
+    swa_ids = []
     if linear_v_heads and interval:
         # Qwen3NextConfig.layers_block_type: SGLang derives the layout from full_attention_interval.
         full_ids = [i for i in range(layers) if (i + 1) % int(interval) == 0]
     elif linear_v_heads and layer_types:
         full_ids = [i for i, kind in enumerate(layer_types) if kind in ('full_attention', 'attention')]
+    elif arch in (architectures.get('hybrid_swa') or ()) and layer_types:
+        # model_config.get_hybrid_layer_ids: gpt-oss and the other SWA_SINK_ARCHS split by layer_types.
+        full_ids = [i for i, kind in enumerate(layer_types) if kind == 'full_attention']
+        swa_ids = [i for i, kind in enumerate(layer_types) if kind == 'sliding_attention']
     else:
         full_ids = list(range(layers))
     linear = bool(linear_v_heads) and (len(full_ids) < layers or not layers)
+    hybrid = linear or arch in architectures['hybrid_gdn']
+    family = family_of(arch, hybrid, architectures)
+    experts, top_k, moe_inter, shared_inter, dense_layers = _moe(text, config)
     quant = _get(text, config, 'quantization_config') or {}
     vision = config.get('vision_config')
     mtp_layers = _get(text, config, 'mtp_num_hidden_layers')
@@ -92,17 +150,18 @@ def model_facts(config, architectures):
         v_head_dim=_int(text, config, 'v_head_dim', head_dim),
         attn_output_gate=bool(_get(text, config, 'attn_output_gate', False)),
         full_layer_ids=full_ids, n_full=len(full_ids), n_linear=layers - len(full_ids) if linear else 0,
-        hybrid=linear or arch in architectures['hybrid_gdn'],
+        hybrid=hybrid, family=family, attention='mla' if family == 'mla' else 'mha',
+        kv_lora_rank=_int(text, config, 'kv_lora_rank'), qk_rope_head_dim=_int(text, config, 'qk_rope_head_dim'),
+        qk_nope_head_dim=_int(text, config, 'qk_nope_head_dim'), q_lora_rank=_int(text, config, 'q_lora_rank'),
+        swa_layer_ids=swa_ids, n_swa=len(swa_ids), sliding_window=_int(text, config, 'sliding_window'),
+        dense_layers=dense_layers,
         extra_buffer_supported=arch in architectures['hybrid_gdn'],
         lin_k_heads=_int(text, config, 'linear_num_key_heads'),
         lin_v_heads=linear_v_heads,
         lin_k_dim=_int(text, config, 'linear_key_head_dim'),
         lin_v_dim=_int(text, config, 'linear_value_head_dim'),
         conv_kernel=_int(text, config, 'linear_conv_kernel_dim', 4) or 4,
-        experts=_int(text, config, 'num_experts'),
-        top_k=_int(text, config, 'num_experts_per_tok'),
-        moe_inter=_int(text, config, 'moe_intermediate_size'),
-        shared_inter=_int(text, config, 'shared_expert_intermediate_size'),
+        experts=experts, top_k=top_k, moe_inter=moe_inter, shared_inter=shared_inter,
         dense_inter=_int(text, config, 'intermediate_size'),
         vocab=_int(text, config, 'vocab_size'),
         tied=bool(_get(text, config, 'tie_word_embeddings', False)),
@@ -113,7 +172,8 @@ def model_facts(config, architectures):
         kv_cache_quant_algo=quant.get('kv_cache_quant_algo') if isinstance(quant, dict) else None,
         mtp_layers=int(mtp_layers if mtp_layers is not None else (nextn or 0)),
         mtp_layers_known=mtp_layers is not None or nextn is not None,
-        nextn_in_config=nextn is not None,
+        # spec_aux_hidden_state.py folds the draft layer into the KV cell only for num_nextn_predict_layers > 0.
+        nextn_in_config=bool(nextn),
         vision=vision if isinstance(vision, dict) else None,
         multimodal=arch in architectures['multimodal'] or isinstance(vision, dict),
     )

@@ -66,15 +66,19 @@ def _activation_tokens(release, chunked_prefill_size):
 
 
 def default_mem_fraction(release, gpu_mem_mib, tp_size, chunked_prefill_size, decode_max_bs, prefill_graph, spec,
-                         multimodal, vision_config, pp_size=1):
-    """The mem_fraction_static SGLang derives when the flag is unset, with the reserve that produced it (MiB)."""
+                         multimodal, vision_config, pp_size=1, mla=False):
+    """The mem_fraction_static SGLang derives when the flag is unset, with the reserve that produced it (MiB).
+
+    mla: the model uses MLA attention; memory_hook.reserve_for_graph_mb then reserves a flat 1.5 GiB for the prefill
+    graphs instead of 8 MiB per captured size.
+    """
     planner = release['planner']
     reserved = 512 + _activation_tokens(release, chunked_prefill_size) * 1.5 + tp_size * pp_size / 8.0 * 1024
     reserved += decode_max_bs * 2
     prefill_sizes = []
     if prefill_graph and chunked_prefill_size and chunked_prefill_size > 0:
-        prefill_sizes = prefill_graph_sizes(chunked_prefill_size)
-        reserved += len(prefill_sizes) * 8
+        prefill_sizes = prefill_graph_sizes(min(8192, chunked_prefill_size) if mla else chunked_prefill_size)
+        reserved += 1.5 * 1024 if mla else len(prefill_sizes) * 8
     if gpu_mem_mib is not None and gpu_mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if spec:

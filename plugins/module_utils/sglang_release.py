@@ -71,6 +71,8 @@ PLANNER_KEYS = {
     'padded_mamba_pool': _IS_BOOL,
     'cap_requested_by_estimate': _IS_BOOL,
     'sm100_hybrid_page_size': _IS_INT_OR_NULL,
+    'swa_full_tokens_ratio': (lambda v: v is None or (isinstance(v, _NUMBER) and not isinstance(v, bool) and 0 < v <= 1),
+                              'a number in (0, 1], or null where that release\'s SWA pool was never read'),
 }
 FLAG_KEYS = {
     'mamba_flag': _IS_STR_OR_NULL,
@@ -104,6 +106,9 @@ ARCHITECTURE_KEYS = {
     'multimodal': _IS_STR_LIST,
     'breakable_graph_multimodal': _IS_STR_LIST,
     'blackwell_gdn_backends': (_is_backend_map, 'a mapping of compute-capability major to a list of backends'),
+    'mla': _IS_STR_LIST,
+    'hybrid_swa': _IS_STR_LIST,
+    'gqa': _IS_STR_LIST,
 }
 RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults', 'host_programs')
 # A program the release runs from the host's PATH and silently does without: the package that provides it, why, and
@@ -278,6 +283,7 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
         hybrid_gdn=frozenset(arch['hybrid_gdn']),
         multimodal=frozenset(arch['multimodal']),
         breakable_graph_multimodal=frozenset(arch['breakable_graph_multimodal']),
+        mla=frozenset(arch['mla']), hybrid_swa=frozenset(arch['hybrid_swa']), gqa=frozenset(arch['gqa']),
         blackwell_gdn_backends=dict((str(k), tuple(v)) for k, v in arch['blackwell_gdn_backends'].items()),
     )
     return dict(version=version, source=entry['source'], planner_family=family, planner=planner, flags=flags,

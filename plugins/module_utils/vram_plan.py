@@ -2,7 +2,11 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""VRAM fit planner: predict SGLang's own memory plan for a hybrid (GDN + attention) model before any download.
+"""VRAM fit planner: predict SGLang's own memory plan for a model before any download.
+
+Families (model_config.FAMILIES, named per architecture in profiles/sglang_releases.yml): hybrid GDN (Gated DeltaNet
+state per request + full-attention KV), MLA (latent KV replicated over TP), hybrid SWA (full + sliding-window
+pools) and plain GQA (dense or MoE); docs/dev/sglang-memory.md cites the pinned source for each rule.
 
 PRIVATE to the collection. Pure functions, stdlib only. The SGLang rules live in sglang_defaults and the release facts
 in profiles/sglang_releases.yml (``plan(release=sglang_release.release(table, version), ...)``); the model facts come
@@ -18,8 +22,9 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError
+from ansible_collections.llmops.inference.plugins.module_utils.model_config import FAMILY_TEXT, ModelConfigError
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts as _model_facts
+from ansible_collections.llmops.inference.plugins.module_utils.model_config import supported_architectures
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import (
     GIB,
     SglangRuleError,
@@ -88,6 +93,17 @@ def sized_facts(config, release):
         raise PlanError(str(exc))
     if facts['missing']:
         raise PlanError('model_config lacks %s (arch %s)' % (' / '.join(facts['missing']), facts['arch']))
+    if facts['family'] is None:
+        raise PlanError('architecture %s is not one the planner sizes for sglang %s (its KV-cache layout was not read '
+                        'from that release); supported: %s. Add it to a family in profiles/sglang_releases.yml '
+                        'architectures only after reading its pool in the SGLang source'
+                        % (facts['arch'], release.get('version', '?'),
+                           ', '.join(supported_architectures(release['architectures']))), kind='architecture')
+    if facts['family'] == 'mla' and not (facts['kv_lora_rank'] and facts['qk_rope_head_dim']):
+        raise PlanError('%s is an MLA architecture but model_config lacks kv_lora_rank / qk_rope_head_dim' % facts['arch'])
+    if facts['family'] == 'hybrid_swa' and (not facts['n_swa'] or facts['n_swa'] + facts['n_full'] != facts['layers']):
+        raise PlanError('%s is a hybrid sliding-window architecture but model_config.layer_types does not list '
+                        'sliding_attention / full_attention for each of its %d layers' % (facts['arch'], facts['layers']))
     if facts['hybrid'] and not facts['n_linear']:
         raise PlanError('%s is a hybrid GDN architecture but model_config has no linear-attention layers '
                         '(linear_num_value_heads with full_attention_interval or layer_types)' % facts['arch'])
@@ -97,14 +113,15 @@ def sized_facts(config, release):
 def check_tp(facts, tp):
     """The head divisibility SGLang asserts when it builds the layers (qwen3_next.py / qwen3_5.py / mamba_utils)."""
     problems = []
+    mha = facts['attention'] == 'mha'
     if tp < 1:
         problems.append('tp_size must be >= 1')
     elif facts['heads'] % tp:
         problems.append('num_attention_heads %d is not divisible by tp %d (assert total_num_heads %% attn_tp_size == 0)'
                         % (facts['heads'], tp))
-    if tp >= 1 and facts['kv_heads'] >= tp and facts['kv_heads'] % tp:
+    if mha and tp >= 1 and facts['kv_heads'] >= tp and facts['kv_heads'] % tp:
         problems.append('num_key_value_heads %d is not divisible by tp %d' % (facts['kv_heads'], tp))
-    if tp >= 1 and facts['kv_heads'] < tp and tp % facts['kv_heads']:
+    if mha and tp >= 1 and facts['kv_heads'] < tp and tp % facts['kv_heads']:
         problems.append('tp %d is not a multiple of num_key_value_heads %d (KV heads are replicated when tp > kv heads)'
                         % (tp, facts['kv_heads']))
     if tp >= 1 and facts['hybrid']:
@@ -122,7 +139,21 @@ def check_tp(facts, tp):
 # Parameter counts (Qwen3.5 / Qwen3-Next layout; checked against the model card's 122.1 B total)
 # --------------------------------------------------------------------------------------------------------------
 
+def _mla_params(f):
+    """DeepseekV2AttentionMLA: q (through q_lora_rank when set), the latent kv_a projection, kv_b and o."""
+    qk = f['qk_nope_head_dim'] + f['qk_rope_head_dim']
+    if f['q_lora_rank']:
+        q = f['hidden'] * f['q_lora_rank'] + f['q_lora_rank'] + f['q_lora_rank'] * f['heads'] * qk
+    else:
+        q = f['hidden'] * f['heads'] * qk
+    kv_a = f['hidden'] * (f['kv_lora_rank'] + f['qk_rope_head_dim']) + f['kv_lora_rank']
+    kv_b = f['kv_lora_rank'] * f['heads'] * (f['qk_nope_head_dim'] + f['v_head_dim'])
+    return q + kv_a + kv_b + f['heads'] * f['v_head_dim'] * f['hidden']
+
+
 def _attn_params(f):
+    if f['attention'] == 'mla':
+        return _mla_params(f)
     q_out = f['heads'] * f['head_dim'] * (2 if f['attn_output_gate'] else 1)
     kv = 2 * f['hidden'] * f['kv_heads'] * f['head_dim']
     return f['hidden'] * q_out + kv + f['heads'] * f['head_dim'] * f['hidden'] + 2 * f['head_dim']
@@ -171,15 +202,23 @@ def param_counts(f):
     mixers = linear * _gdn_params(f) + full * _attn_params(f)
     embed = f['vocab'] * f['hidden']
     head = 0 if f['tied'] else embed
-    language = embed + head + mixers + f['layers'] * (per_layer_mlp + norms) + f['hidden']
-    # Router gates (ReplicatedLinear) and kv projections beyond one head per rank are replicated on every rank.
-    replicated = f['layers'] * (f['experts'] * f['hidden'] + norms)
+    # MoE models whose first layers have a dense MLP (first_k_dense_replace: DeepSeek, Kimi, GLM-4.5).
+    dense = f['dense_layers'] if f['experts'] else 0
+    moe_layers = f['layers'] - dense
+    dense_mlp = 3 * f['hidden'] * f['dense_inter'] if dense else 0
+    language = (embed + head + mixers + moe_layers * per_layer_mlp + dense * dense_mlp + f['layers'] * norms
+                + f['hidden'])
+    # Router gates (ReplicatedLinear) and kv projections beyond one head per rank are replicated on every rank; so are
+    # MLA's down projections to the latent spaces (fused_qkv_a_proj_with_mqa).
+    replicated = moe_layers * f['experts'] * f['hidden'] + f['layers'] * norms
+    if f['attention'] == 'mla':
+        replicated += full * f['hidden'] * (f['q_lora_rank'] + f['kv_lora_rank'] + f['qk_rope_head_dim'])
     mtp_layer = 2 * f['hidden'] * f['hidden'] + 2 * f['hidden'] + _attn_params(f) + per_layer_mlp + norms + f['hidden']
     mtp = f['mtp_layers'] * mtp_layer
     active_mlp = shared_mlp + f['top_k'] * expert
     # Decode reads the whole output head (tied or not); the embedding lookup itself is one row.
-    non_expert_active = embed + mixers + f['layers'] * (shared_mlp + norms)
-    routed_active = f['layers'] * f['top_k'] * expert
+    non_expert_active = embed + mixers + moe_layers * shared_mlp + dense * dense_mlp + f['layers'] * norms
+    routed_active = moe_layers * f['top_k'] * expert
     return dict(
         language=language, vision=_vision_params(f['vision']), mtp=mtp, replicated=replicated,
         kv_proj_per_layer=2 * f['hidden'] * f['head_dim'],
@@ -202,7 +241,7 @@ def weights_per_rank(f, counts, tp, weights_bytes, spec, language_only=False):
         bpp = float(DTYPE_BYTES.get(f['dtype'], 2))
         source = 'config (%s, %d B/param)' % (f['dtype'], bpp)
     kv_extra = 0
-    if f['kv_heads'] < tp:
+    if f['attention'] == 'mha' and f['kv_heads'] < tp:
         # Each rank holds one whole KV head instead of kv_heads/tp of them.
         kv_extra = f['n_full'] * counts['kv_proj_per_layer'] * (1 - float(f['kv_heads']) / tp)
     replicated = counts['replicated'] * (1 - 1.0 / tp) + kv_extra
@@ -234,10 +273,29 @@ def kv_heads_per_rank(f, tp):
     return max(1, f['kv_heads'] // tp)  # ModelConfig.get_num_kv_heads
 
 
-def kv_cell_bytes(f, tp, kv_bytes, draft_layers_in_budget):
-    """DefaultPoolConfigurator._compute_cell_size: full-attention layers only, plus EAGLE draft layers when known."""
-    cell = kv_heads_per_rank(f, tp) * (f['head_dim'] + f['v_head_dim']) * f['n_full'] * kv_bytes
-    draft = int(cell * draft_layers_in_budget / f['n_full']) if draft_layers_in_budget else 0
+def kv_layer_bytes(f, tp, kv_bytes):
+    """Bytes one token keeps in one attention layer of one rank, and whether the pool splits them into K and V.
+
+    MHA/GQA (pool_configurator._compute_cell_size, MHATokenToKVPool): KV heads per rank x (head_dim + v_head_dim);
+    MLA (MLATokenToKVPool): kv_lora_rank + qk_rope_head_dim, the same on every TP rank. fp8 is stored as 1 byte.
+    """
+    if f['attention'] == 'mla':
+        return (f['kv_lora_rank'] + f['qk_rope_head_dim']) * kv_bytes, False
+    return kv_heads_per_rank(f, tp) * (f['head_dim'] + f['v_head_dim']) * kv_bytes, True
+
+
+def kv_cell_bytes(f, tp, kv_bytes, draft_layers_in_budget, swa_ratio=None):
+    """The per-token cell of the token budget, and the part of it that is the draft's layers (when in the budget).
+
+    DefaultPoolConfigurator: the full-attention layers (every layer but the GDN ones), plus EAGLE/NEXTN draft layers
+    when the config names them. HybridSWAPoolConfigurator: full layers + swa_ratio x sliding-window layers (SWA
+    tokens = full tokens x swa_ratio); the budget divides by this cell and reports the full-layer token count.
+    """
+    per_layer, _split = kv_layer_bytes(f, tp, kv_bytes)
+    cell = per_layer * f['n_full']
+    if f['family'] == 'hybrid_swa':
+        cell += swa_ratio * per_layer * f['n_swa']
+    draft = per_layer * draft_layers_in_budget
     return cell, draft
 
 
@@ -371,7 +429,7 @@ def _plan(p):
     prefill_graph = (rules['prefill_graph_term'] and (
         not facts['multimodal'] or facts['arch'] in release['architectures']['breakable_graph_multimodal']))
     heuristic = default_mem_fraction(release, gpu_mem, tp, chunk, decode_bs, prefill_graph, spec, multimodal,
-                                     facts['vision'])
+                                     facts['vision'], mla=facts['attention'] == 'mla')
     frac = p['mem_fraction_static'] if p['mem_fraction_static'] is not None else heuristic['mem_fraction_static']
     if not 0 < frac < 1:
         raise PlanError('mem_fraction_static must be between 0 and 1, got %s' % frac)
@@ -433,10 +491,16 @@ def _plan(p):
     # EAGLE draft KV is budgeted only when the target config names its draft layers (spec_aux_hidden_state.py);
     # Qwen3.5 configs carry mtp_num_hidden_layers, which SGLang does not read, so the draft pool lands in headroom.
     draft_in_budget = 1 if (spec and rules['draft_kv_in_budget'] and facts['nextn_in_config']) else 0
-    cell, draft_cell = kv_cell_bytes(facts, tp, kv_bytes, draft_in_budget)
-    tokens = kv_tokens(rest_kv, cell + draft_cell, page_size)
+    swa_ratio = rules.get('swa_full_tokens_ratio')
+    if facts['family'] == 'hybrid_swa' and swa_ratio is None:
+        raise PlanError('%s uses a sliding-window pool, which the planner rules of sglang %s (%s) do not model'
+                        % (facts['arch'], release['version'], rules['family']), kind='architecture')
+    cell, draft_cell = kv_cell_bytes(facts, tp, kv_bytes, draft_in_budget, swa_ratio)
+    tokens = int(kv_tokens(rest_kv, cell + draft_cell, page_size))
     if tokens <= 0:
         raise PlanError('no KV cache tokens left after the mamba pool (rest %.2f GiB)' % rest_kv, kind='weights')
+    # HybridSWAPoolConfigurator: the sliding-window layers keep swa_ratio x the full layers' tokens.
+    swa_tokens = int(tokens * swa_ratio) // page_size * page_size if facts['family'] == 'hybrid_swa' else None
     running, running_bound = max_running_requests(release, tokens, context, requested_running,
                                                   pool['slots'] if pool else None, ratio)
     if p['max_running_requests'] is None and spec and running_bound == 'requested':
@@ -445,17 +509,24 @@ def _plan(p):
     # --- what is allocated, and what is left for activations / CUDA graphs -------------------------------------
     kv_heads_rank = kv_heads_per_rank(facts, tp)
     rows = tokens + page_size
-    k_bytes = rows * kv_heads_rank * facts['head_dim'] * facts['n_full'] * kv_bytes
-    v_bytes = rows * kv_heads_rank * facts['v_head_dim'] * facts['n_full'] * kv_bytes
-    draft_kv_bytes = rows * kv_heads_rank * (facts['head_dim'] + facts['v_head_dim']) * kv_bytes if spec else 0
+    per_layer, split = kv_layer_bytes(facts, tp, kv_bytes)
+    if split:
+        k_bytes = rows * kv_heads_rank * facts['head_dim'] * facts['n_full'] * kv_bytes
+        v_bytes = rows * kv_heads_rank * facts['v_head_dim'] * facts['n_full'] * kv_bytes
+    else:
+        # MLA: one latent buffer per layer ("KV size" in the log); reported as K, V stays 0.
+        k_bytes, v_bytes = rows * per_layer * facts['n_full'], 0
+    swa_bytes = (swa_tokens + page_size) * per_layer * facts['n_swa'] if swa_tokens is not None else 0
+    draft_kv_bytes = rows * per_layer if spec else 0
     req_to_token = (running + 1) * context * 4
-    static_gib = ((k_bytes + v_bytes + draft_kv_bytes + req_to_token) / float(GIB) + mm_reserve
+    static_gib = ((k_bytes + v_bytes + swa_bytes + draft_kv_bytes + req_to_token) / float(GIB) + mm_reserve
                   + ((pool['pool_bytes'] + pool['spec_state_bytes']) / float(GIB) if pool else 0.0))
     headroom = available - static_gib - (0.0 if draft_in_after else w['draft'] / GIB)
     reserve = runtime_reserve_mib(release, gpu_mem, tp, chunk) / 1024.0
 
     result = dict(
         sglang_version=release['version'], sglang_rules=rules['family'], arch=facts['arch'], tp_size=tp,
+        family=facts['family'], kv_layout=FAMILY_TEXT[facts['family']],
         gpu_memory_mib=int(gpu_mem),
         mem_fraction_static=round(frac, 4),
         mem_fraction_static_source='input' if p['mem_fraction_static'] is not None else 'sglang default',
@@ -476,8 +547,9 @@ def _plan(p):
         runtime_overhead_gib=overhead, mm_reserve_gib=round(mm_reserve, 4),
         static_budget_gib=round(budget, 3), rest_for_pools_gib=round(rest, 3),
         kv_bytes_per_token=cell + draft_cell, kv_bytes_per_token_target=cell, kv_bytes_per_token_draft_in_budget=draft_cell,
-        kv_cache_tokens=tokens,
+        kv_cache_tokens=tokens, swa_kv_cache_tokens=swa_tokens,
         k_size_gib=round(k_bytes / float(GIB), 3), v_size_gib=round(v_bytes / float(GIB), 3),
+        swa_kv_gib=round(swa_bytes / float(GIB), 3),
         draft_kv_gib=round(draft_kv_bytes / float(GIB), 3), draft_kv_in_budget=bool(draft_in_budget),
         mamba_bytes_per_slot=slot['per_slot'], mamba_slots_per_request=ratio,
         mamba_cache_slots=pool['slots'] if pool else None,

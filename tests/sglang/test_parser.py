@@ -12,6 +12,7 @@ Prints one line per case and a closing "N passed, N failed"; exit 1 on any failu
 import argparse
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 
@@ -87,6 +88,26 @@ def architectures_match_source(release):
         extra = sorted(set(ours) - set(theirs))
         out.append(('architectures %s' % name, not extra, 'not in SGLang\'s list: %s' % extra if extra else
                     '%d of SGLang\'s %d' % (len(ours), len(theirs))))
+    # The planner families: each name a model class of the release; the MLA and SWA names where the release decides
+    # those layouts (configs/model_config.py: AttentionArch.MLA, is_hybrid_swa_model and SWA_SINK_ARCHS).
+    import sglang  # pylint: disable=import-error
+    package = os.path.dirname(sglang.__file__)
+    models = ''
+    models_dir = os.path.join(package, 'srt', 'models')
+    for name in sorted(os.listdir(models_dir)):
+        if name.endswith('.py'):
+            with open(os.path.join(models_dir, name), encoding='utf-8', errors='replace') as stream:
+                models += stream.read()
+    with open(os.path.join(package, 'srt', 'configs', 'model_config.py'), encoding='utf-8') as stream:
+        model_config = stream.read()
+    for family in ('gqa', 'mla', 'hybrid_swa'):
+        absent = sorted(n for n in arch[family] if not re.search(r'^class %s\(' % re.escape(n), models, re.M))
+        out.append(('architectures %s are model classes' % family, not absent,
+                    'no class in sglang/srt/models: %s' % absent if absent else '%d names' % len(arch[family])))
+        if family != 'gqa':
+            absent = sorted(n for n in arch[family] if '"%s"' % n not in model_config)
+            out.append(('architectures %s named in configs/model_config.py' % family, not absent,
+                        'not named there: %s' % absent if absent else '%d names' % len(arch[family])))
     ours = set(arch['blackwell_gdn_backends'].get('10', ()))
     out.append(('blackwell_gdn_backends 10', ours == set(HYBRID_GDN_SM100_BACKENDS),
                 'table %s, HYBRID_GDN_SM100_BACKENDS %s' % (sorted(ours), sorted(HYBRID_GDN_SM100_BACKENDS))))

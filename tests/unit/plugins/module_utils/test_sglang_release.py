@@ -112,7 +112,7 @@ def test_unknown_version_lists_the_known_ones():
     ({'releases/{pin}/choices/tool_parser': ['x']},
      'unknown key tool_parser in releases."{pin}".choices (did you mean tool_call_parser?)'),
     ({'releases/{pin}/defaults/mamba_track_intervall': 1}, 'did you mean mamba_track_interval?'),
-    ({'architectures/hybrid': []}, 'unknown key hybrid in architectures (did you mean hybrid_gdn?)'),
+    ({'architectures/hybrid_gdm': []}, 'unknown key hybrid_gdm in architectures (did you mean hybrid_gdn?)'),
     ({'releases/{pin}/planner': 'configurater'},
      'releases."{pin}".planner \'configurater\' is not a planner_families key (did you mean configurator?)'),
     ({'releases/{pin}/flags/parallel_end': None}, 'releases."{pin}".flags lacks parallel_end'),
