@@ -15,11 +15,13 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv plan test checks unit sanity lint changelog-lint docs-check parser integration molecule clean
+.PHONY: help venv plan profile test checks unit sanity lint changelog-lint docs-check parser integration molecule clean
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
 	@echo "make test   - unit, lint, docs, sanity, SGLang parser, ansible-test integration, molecule lab"
+	@echo "make profile REPO=org/name [REVISION=main] [ENDPOINT=url] [SRC=dir] [TP=n] [FORCE=1]"
+	@echo "            - a model profile in profiles/models/ from the checkpoint's config.json"
 
 $(STAMP): requirements/dev.txt
 	if [ -d $(VENV) ] && [ ! -L $(VENV) ]; then \
@@ -41,6 +43,21 @@ venv: $(STAMP)
 
 plan: venv
 	$(BIN)/ansible-playbook playbooks/plan.yml -i $(INVENTORY)
+
+# The Hub client the hf_model role installs on hosts, from the same lock with hashes, for make profile.
+HF_LOCK := $(firstword $(wildcard profiles/locks/hf-client-*.txt))
+HF_CLIENT := $(LAB_CACHE)/hf-client-$(shell sha256sum $(HF_LOCK) | cut -c1-12)-py$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+
+$(HF_CLIENT)/.installed: $(HF_LOCK)
+	rm -rf $(HF_CLIENT) && $(PYTHON) -m venv $(HF_CLIENT)
+	$(HF_CLIENT)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r $(HF_LOCK)
+	touch $@
+
+profile: venv $(if $(SRC),,$(HF_CLIENT)/.installed)
+	$(BIN)/ansible-playbook playbooks/profile.yml $(if $(REPO),-e profile_repo=$(REPO)) \
+	    $(if $(SRC),-e profile_src=$(abspath $(SRC)),-e profile_hub_python=$(HF_CLIENT)/bin/python) \
+	    $(if $(REVISION),-e profile_revision=$(REVISION)) $(if $(ENDPOINT),-e profile_endpoint=$(ENDPOINT)) \
+	    $(if $(TP),-e profile_tp_size=$(TP)) $(if $(FORCE),-e profile_force=true) $(if $(DEST),-e profile_dest=$(abspath $(DEST)))
 
 unit: venv
 	$(BIN)/pytest -q tests/unit

@@ -71,6 +71,9 @@ CONFIG_KEYS = (
     'shared_expert_intermediate_size', 'intermediate_size', 'vocab_size', 'tie_word_embeddings',
     'max_position_embeddings', 'mamba_ssm_dtype', 'dtype', 'torch_dtype', 'quantization_config',
     'mtp_num_hidden_layers', 'num_nextn_predict_layers', 'partial_rotary_factor', 'rope_parameters', 'rope_theta',
+    # MoE naming of DeepSeek / Kimi / GLM-4.5 and Mixtral / gpt-oss, and MLA.
+    'n_routed_experts', 'n_shared_experts', 'first_k_dense_replace', 'num_local_experts', 'experts_per_token',
+    'kv_lora_rank', 'qk_rope_head_dim', 'qk_nope_head_dim', 'q_lora_rank',
 )
 CONFIG_REQUIRED = ('hidden_size', 'num_hidden_layers', 'num_attention_heads', 'max_position_embeddings')
 

@@ -9,7 +9,8 @@ Layout olah expects (see docs/hf_model.md, "test mirror"):
 
 Two commits on `main`, the first tagged `v1`: the second rewrites one shard and config.json, so tests can
 exercise a revision update that re-downloads only what changed. Pure Python (no git-lfs, no torch).
-Prints a JSON manifest (commits, files with size and sha256) on stdout.
+With --config-dir, one commit of the *.json files of a directory instead (a config-only repo, as a profile
+generator reads one). Prints a JSON manifest (commits, files with size and sha256) on stdout.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -90,6 +91,17 @@ def build(args):
         return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest(), "lfs": False}
 
     files = {}
+    if args.config_dir:
+        # A config-only repo (what a model-profile generator reads): the JSON files of a real checkpoint, verbatim.
+        for entry in sorted(os.listdir(args.config_dir)):
+            if entry.endswith(".json"):
+                with open(os.path.join(args.config_dir, entry)) as f:
+                    files[entry] = write_plain(entry, f.read())
+        files["README.md"] = write_plain("README.md", "# %s\n\nConfig-only test repo for llmops.inference.\n" % args.repo)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "config only")
+        manifest["commits"].append({"sha": git(repo, "rev-parse", "HEAD"), "ref": "main", "files": files})
+        return seed_meta(args, org, name, repo, manifest)
     files[".gitattributes"] = write_plain(".gitattributes", "*.safetensors filter=lfs diff=lfs merge=lfs -text\n")
     weight_map = {}
     shard_names = ["model-%05d-of-%05d.safetensors" % (i + 1, args.shards) for i in range(args.shards)]
@@ -121,6 +133,10 @@ def build(args):
         git(repo, "commit", "-q", "-m", "v2")
         manifest["commits"].append({"sha": git(repo, "rev-parse", "HEAD"), "ref": "main", "files": files})
 
+    return seed_meta(args, org, name, repo, manifest)
+
+
+def seed_meta(args, org, name, repo, manifest):
     # olah answers model_info()/repo_info() offline only from its cache: seed one entry per commit.
     now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
     for commit in manifest["commits"]:
@@ -141,6 +157,7 @@ def main():
     p.add_argument("--shard-mb", type=int, default=2)
     p.add_argument("--commits", type=int, default=2, choices=(1, 2))
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--config-dir", help="make a config-only repo of the *.json files of this directory (one commit)")
     args = p.parse_args()
     json.dump(build(args), sys.stdout, indent=1)
     sys.stdout.write("\n")

@@ -1,0 +1,204 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A model profile (profiles/models/<name>.yml) from a checkpoint's own JSON files.
+
+PRIVATE to the collection. Pure, stdlib only. ``generate(files, release, ...)`` takes the parsed config.json (and,
+when the checkpoint has them, model.safetensors.index.json, generation_config.json and tokenizer_config.json) and
+returns the profile as a dict plus the list of what it had to guess; ``to_yaml(profile, guesses, header)`` writes it
+with every guess as a ``# unverified:`` comment above its key. The planner family decides what is kept: an
+architecture in no family of the release table is refused (ProfileError) with the supported list.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+from ansible_collections.llmops.inference.plugins.module_utils.model_config import (
+    ModelConfigError, model_facts, supported_architectures)
+
+COMMIT_RE = re.compile(r'^[0-9a-f]{40}$')
+# quantization_config keys that only list module names (hundreds of entries): not planner facts.
+_BULKY_QUANT_KEYS = ('modules_to_not_convert', 'ignore', 'ignored_layers', 'exclude_modules')
+# quant_method -> the --quantization SGLang needs on the command line (None: SGLang reads the checkpoint's
+# quantization_config itself). modelopt_fp4 is the one the seed's NVFP4 service passed explicitly.
+QUANTIZATION_FLAG = {'modelopt_fp4': 'modelopt_fp4', 'modelopt': 'modelopt_fp4'}
+
+
+class ProfileError(ValueError):
+    """The files cannot make a profile (not a config, an unsupported architecture)."""
+
+
+def slug(repo):
+    """profile / served name from a repo id: its last part, lower case, [a-z0-9._-] only."""
+    name = (repo or '').rstrip('/').split('/')[-1].lower()
+    name = re.sub(r'[^a-z0-9._-]+', '-', name).strip('-.')
+    if not name:
+        raise ProfileError('cannot derive a profile name from %r: give name' % repo)
+    return name
+
+
+def trimmed_config(config):
+    """config.json without the bulky module lists of quantization_config (everything else verbatim)."""
+    out = json.loads(json.dumps(config))
+    for scope in (out, out.get('text_config') if isinstance(out.get('text_config'), dict) else None):
+        if scope and isinstance(scope.get('quantization_config'), dict):
+            for key in _BULKY_QUANT_KEYS:
+                scope['quantization_config'].pop(key, None)
+    return out
+
+
+def _template_text(tokenizer_config):
+    template = (tokenizer_config or {}).get('chat_template')
+    if isinstance(template, list):  # [{name, template}, ...]
+        template = ' '.join(str(t.get('template', '')) for t in template if isinstance(t, dict))
+    return template if isinstance(template, str) else None
+
+
+def _parsers(release, tokenizer_config, guesses):
+    """reasoning / tool-call parser: 'auto' where the release accepts it (the pinned SGLang then detects both from
+    the checkpoint's chat template at start, srt/parser/template_detection.py), with what the chat template shows;
+    None where the release has no auto."""
+    out = {}
+    template = _template_text(tokenizer_config)
+    for key, marks in (('reasoning_parser', ('<think>',)), ('tool_call_parser', ('<tool_call>', 'tools'))):
+        choices = (release.get('choices') or {}).get(key) or []
+        if 'auto' not in choices:
+            out[key] = None
+            guesses[('serving', key)] = ('sglang %s has no "auto" %s: name one of its choices by hand'
+                                         % (release['version'], key))
+            continue
+        out[key] = 'auto'
+        if template is None:
+            guesses[('serving', key)] = ('no chat template was read: SGLang resolves "auto" from the checkpoint\'s '
+                                         'template at start, or disables the parser when it finds none')
+        elif not any(mark in template for mark in marks):
+            guesses[('serving', key)] = ('the chat template shows no %s: SGLang will likely disable this parser'
+                                         % ' / '.join(marks))
+    return out
+
+
+def _speculative(release, facts, guesses):
+    if facts['mtp_layers'] > 0:
+        steps, topk, draft = release['defaults']['speculative_auto_params']
+        guesses[('serving', 'speculative')] = ('the config names %d MTP/NEXTN layer(s); steps/topk/draft are SGLang\'s '
+                                               'auto choice (%d/%d/%d), not measured for this model'
+                                               % (facts['mtp_layers'], steps, topk, draft))
+        return dict(algorithm='NEXTN', num_steps=steps, eagle_topk=topk, num_draft_tokens=draft)
+    return dict(num_draft_tokens=0)
+
+
+def generate(files, release, repo=None, revision=None, name=None, tp_size=None):
+    """(profile dict, guesses: {(section, key) or (key,): why}) from the checkpoint's parsed JSON files.
+
+    files:    dict with config (required: config.json), and optionally index (model.safetensors.index.json),
+              generation_config, tokenizer_config
+    release:  sglang_release.release() of the pin (architecture families, parser choices, speculative defaults)
+    repo / revision: the Hub repository and the commit the files came from (a branch is not a revision lock)
+    tp_size:  the tensor-parallel size to record (the planner then checks it); default: 1, marked unverified
+    """
+    config = files.get('config')
+    if not isinstance(config, dict) or not config:
+        raise ProfileError('config.json is missing or not a JSON object')
+    try:
+        facts = model_facts(config, release['architectures'])
+    except ModelConfigError as exc:
+        raise ProfileError(str(exc))
+    if facts['family'] is None:
+        raise ProfileError('architecture %s is not one the planner sizes for sglang %s; supported: %s'
+                           % (facts['arch'], release['version'],
+                              ', '.join(supported_architectures(release['architectures']))))
+    if facts['missing']:
+        raise ProfileError('config.json lacks %s' % ', '.join(facts['missing']))
+    guesses = {}
+    name = name or slug(repo)
+    if revision is not None and not COMMIT_RE.match(str(revision)):
+        guesses[('hf_revision',)] = ('%r is a branch or tag, not a commit: the deploy locks it to a commit on first '
+                                     'use (the revision lock)' % revision)
+        revision = None
+    elif revision is None:
+        guesses[('hf_revision',)] = 'no commit given: the deploy locks the branch to a commit on first use'
+    index = files.get('index') or {}
+    total = (index.get('metadata') or {}).get('total_size') if isinstance(index, dict) else None
+    weights = int(total) if total is not None else None
+    if weights is None and facts['quant_method']:
+        guesses[('weights_bytes',)] = ('quantized (%s) and no model.safetensors.index.json was read: set the '
+                                       'checkpoint size in bytes, the planner cannot size it from the parameter '
+                                       'count' % facts['quant_method'])
+    elif weights is None:
+        guesses[('weights_bytes',)] = 'no safetensors index was read: the planner counts parameters x dtype'
+    serving = dict(tp_size=int(tp_size or 1))
+    if not tp_size:
+        guesses[('serving', 'tp_size')] = 'not given: 1; plan other sizes with make plan -e llmops_tp_size=N'
+    serving.update(_parsers(release, files.get('tokenizer_config'), guesses))
+    flag = QUANTIZATION_FLAG.get(str(facts['quant_method'] or ''))
+    if flag:
+        serving['quantization'] = flag
+    serving['speculative'] = _speculative(release, facts, guesses)
+    profile = dict(name=name, hf_repo=repo, hf_revision=revision, served_model_name=name, weights_bytes=weights,
+                   serving=serving, config=trimmed_config(config))
+    return profile, guesses
+
+
+# --------------------------------------------------------------------------------------------------------------
+# YAML out (block style, comments for the guesses; no PyYAML needed)
+# --------------------------------------------------------------------------------------------------------------
+
+_PLAIN = re.compile(r'^[A-Za-z_][A-Za-z0-9_./-]*$')
+_RESERVED = ('true', 'false', 'null', 'yes', 'no', 'on', 'off', '~')
+
+
+def _scalar(value):
+    if value is None:
+        return 'null'
+    if value is True or value is False:
+        return 'true' if value else 'false'
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        text = repr(value)
+        if text in ('inf', '-inf', 'nan'):
+            return {'inf': '.inf', '-inf': '-.inf', 'nan': '.nan'}[text]
+        mantissa, _e, exponent = text.partition('e')
+        if exponent and '.' not in mantissa:
+            # YAML 1.1 (PyYAML, Ansible) reads 1e-05 as a string: it needs 1.0e-05.
+            text = '%s.0e%s' % (mantissa, exponent)
+        return text
+    text = str(value)
+    if _PLAIN.match(text) and text.lower() not in _RESERVED:
+        return text
+    return json.dumps(text)
+
+
+def _emit(value, indent, lines, path, guesses):
+    pad = '  ' * indent
+    if isinstance(value, dict):
+        for key in value:
+            why = guesses.get(path + (key,))
+            if why:
+                lines.append('%s# unverified: %s' % (pad, why))
+            item = value[key]
+            if isinstance(item, dict) and item:
+                lines.append('%s%s:' % (pad, _scalar(key)))
+                _emit(item, indent + 1, lines, path + (key,), guesses)
+            elif isinstance(item, list) and item and any(isinstance(i, (dict, list)) for i in item):
+                lines.append('%s%s:' % (pad, _scalar(key)))
+                for entry in item:
+                    lines.append('%s  - %s' % (pad, json.dumps(entry, sort_keys=True)))
+            elif isinstance(item, list):
+                lines.append('%s%s: [%s]' % (pad, _scalar(key), ', '.join(_scalar(i) for i in item)))
+            elif isinstance(item, dict):
+                lines.append('%s%s: {}' % (pad, _scalar(key)))
+            else:
+                lines.append('%s%s: %s' % (pad, _scalar(key), _scalar(item)))
+
+
+def to_yaml(profile, guesses, header):
+    """The profile as YAML text: the header comment lines, then the keys, each guess above its key."""
+    lines = ['---'] + ['# %s' % line if line else '#' for line in header]
+    _emit(profile, 0, lines, (), guesses)
+    return '\n'.join(lines) + '\n'

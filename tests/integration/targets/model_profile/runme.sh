@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# make profile's playbook against a real Hub mirror: olah 0.5.4 offline on 127.0.0.1 serving config-only repos made
+# from real config.json files (tests/fixtures/hf_configs, each with its source), read by the real huggingface_hub
+# client of the hf_model role's lock. Cases:
+#   families   a GQA (Llama-3.1-8B), an MLA (DeepSeek-V3) and a sliding-window (gpt-oss-120b) profile, each with the
+#              commit the mirror resolved for main, its planner family and its guesses marked "# unverified:";
+#   log        the generated Llama-3.1-8B profile, planned with the memory figures of a real start-up log
+#              (tests/fixtures/sglang_logs/dense_gqa/llama-3.1-8b-instruct-tp1-docs-send-request.md), gives the token
+#              count SGLang logged within what the log's rounded figures allow;
+#   refusal    an architecture in no planner family (the Llama config renamed: a synthetic case) is refused with the
+#              supported list, and nothing is written;
+#   keep       an edited profile is not replaced without force; check mode writes nothing.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=../setup_collection_root/collection_root.sh
+source "$here/../setup_collection_root/collection_root.sh"
+export ANSIBLE_CONFIG="${ANSIBLE_CONFIG:-$root/ansible.cfg}"
+command -v ansible-playbook >/dev/null 2>&1 || export PATH="$root/.venv/bin:$PATH"
+log() { printf '[model_profile-it %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+fail() { log "FAIL: $*"; exit 1; }
+state="$(mktemp -d "${TMPDIR:-/var/tmp}/model_profile_it.XXXXXX")"
+hub="${state}/hub"
+cleanup() {
+    "${root}/tests/hub/olah.sh" stop "${hub}" 2>/dev/null || true
+    rm -rf "${state}"
+}
+trap cleanup EXIT
+
+fixtures="${root}/tests/fixtures/hf_configs"
+mk() { python3 "${root}/tests/hub/make_model_repo.py" --mirrors "${hub}/mirrors" --repos-path "${hub}/repos" "$@" >/dev/null; }
+mk --repo meta-llama/Meta-Llama-3.1-8B --config-dir "${fixtures}/meta-llama__Meta-Llama-3.1-8B"
+mk --repo deepseek-ai/DeepSeek-V3 --config-dir "${fixtures}/deepseek-ai__DeepSeek-V3"
+mk --repo openai/gpt-oss-120b --config-dir "${fixtures}/openai__gpt-oss-120b"
+mkdir -p "${state}/unknown"
+python3 - "${fixtures}/meta-llama__Meta-Llama-3.1-8B/config.json" "${state}/unknown/config.json" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+config['architectures'] = ['Gemma3ForCausalLM']
+json.dump(config, open(sys.argv[2], 'w'), indent=2)
+PY
+mk --repo llmops-test/unknown-arch --config-dir "${state}/unknown"
+endpoint="$("${root}/tests/hub/olah.sh" start "${hub}" meta-llama/Meta-Llama-3.1-8B)"
+
+# The Hub client from the hf_model role's lock (hashes), offline from the lab's wheelhouse; the same venv make profile
+# builds (LAB_CACHE/hf-client-<lock sha>-py<ver>).
+lock="$(find "${root}/profiles/locks" -name 'hf-client-*.txt' | sort | head -n 1)"
+pyver="$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+client="${XDG_CACHE_HOME:-${HOME}/.cache}/llmops-inference/hf-client-$(sha256sum "${lock}" | cut -c1-12)-py${pyver}"
+if [ ! -f "${client}/.installed" ]; then
+    wheels="$("${root}/tests/hub/wheelhouse.sh" "${pyver}" | tail -n 1)"
+    log "building ${client} from ${lock} (offline, ${wheels})"
+    rm -rf "${client}" && python3 -m venv "${client}"
+    "${client}/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --find-links "${wheels}" \
+        --require-hashes -r "${lock}"
+    touch "${client}/.installed"
+fi
+
+out="${state}/profiles"
+mkdir -p "${out}"
+profile() { ansible-playbook "${root}/playbooks/profile.yml" -e profile_endpoint="${endpoint}" \
+    -e profile_hub_python="${client}/bin/python" -e profile_dest="${out}" "$@"; }
+
+log "case families: GQA, MLA and sliding-window profiles from the mirror"
+for repo in meta-llama/Meta-Llama-3.1-8B deepseek-ai/DeepSeek-V3 openai/gpt-oss-120b; do
+    profile -e profile_repo="${repo}" >"${state}/gen.log" 2>&1 || { tail -n 30 "${state}/gen.log"; fail "profile ${repo}"; }
+done
+python3 - "${out}" "${hub}/mirrors/models" <<'PY' || fail "the generated profiles"
+import os, subprocess, sys, yaml
+out, mirrors = sys.argv[1:3]
+for name, repo, family in (('meta-llama-3.1-8b', 'meta-llama/Meta-Llama-3.1-8B', 'gqa'),
+                           ('deepseek-v3', 'deepseek-ai/DeepSeek-V3', 'mla'),
+                           ('gpt-oss-120b', 'openai/gpt-oss-120b', 'hybrid_swa')):
+    path = os.path.join(out, name + '.yml')
+    text = open(path).read()
+    profile = yaml.safe_load(text)
+    head = subprocess.run(['git', '-C', os.path.join(mirrors, repo), 'rev-parse', 'HEAD'], check=True,
+                          stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
+    assert profile['hf_repo'] == repo and profile['hf_revision'] == head, (name, profile['hf_revision'], head)
+    assert 'Planner family %s.' % family in text, (name, text[:300])
+    assert '# unverified:' in text and profile['config']['architectures'], name
+    print('%s: %s at %s, family %s, %d unverified' % (name, repo, head[:12], family, text.count('# unverified:')))
+spec = yaml.safe_load(open(os.path.join(out, 'deepseek-v3.yml')))['serving']['speculative']
+assert spec['algorithm'] == 'NEXTN' and spec['num_draft_tokens'] > 0, spec
+PY
+
+log "case log: the generated Llama-3.1-8B profile against a real start-up log"
+PYTHONPATH="${root}/.collections${PYTHONPATH:+:${PYTHONPATH}}" python3 - "${root}" "${out}/meta-llama-3.1-8b.yml" <<'PY' || fail "plan vs log"
+import os, re, sys, yaml
+root, path = sys.argv[1:3]
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr, vram_plan as vp
+table = sr.load_table(yaml.safe_load(open(os.path.join(root, 'profiles', 'sglang_releases.yml'))))
+release = sr.release(table, str(yaml.safe_load(open(os.path.join(root, 'profiles', 'sglang.yml')))['version']))
+text = open(os.path.join(root, 'tests', 'fixtures', 'sglang_logs', 'dense_gqa',
+                         'llama-3.1-8b-instruct-tp1-docs-send-request.md')).read()
+before = float(re.search(r'Load weight begin\. avail mem=([\d.]+) GB', text).group(1))
+after = float(re.search(r'Load weight end\..*?avail mem=([\d.]+) GB', text).group(1))
+frac = float(re.search(r'mem_fraction_static=([\d.]+)', text).group(1))
+logged = int(re.search(r'max_total_num_tokens=(\d+)', text).group(1))
+profile = yaml.safe_load(open(path))
+result = vp.plan(model_config=profile['config'], gpu_memory_mib=81559, tp_size=1, release=release,
+                 mem_fraction_static=frac, free_memory_before_load_gib=before, free_memory_after_load_gib=after,
+                 runtime_overhead_gib=0.0, context_length=8192)
+bound = (0.005 + 0.005 * (1 - frac)) * (1 << 30) / result['kv_bytes_per_token']
+error = result['kv_cache_tokens'] - logged
+print('planned %d tokens, logged %d: %+d (%.4f %%), allowed +-%d' % (result['kv_cache_tokens'], logged, error,
+                                                                     100.0 * error / logged, bound))
+assert abs(error) <= bound
+PY
+
+log "case refusal: an architecture in no planner family"
+if profile -e profile_repo=llmops-test/unknown-arch >"${state}/refusal.log" 2>&1; then fail "the unknown architecture was profiled"; fi
+grep -q 'Gemma3ForCausalLM is not one the planner sizes' "${state}/refusal.log" || { tail -n 20 "${state}/refusal.log"; fail "refusal message"; }
+grep -q 'DeepseekV3ForCausalLM' "${state}/refusal.log" || fail "the refusal lacks the supported list"
+[ ! -e "${out}/unknown-arch.yml" ] || fail "a refused profile was written"
+
+log "case keep: an edited profile is not replaced without force; check mode writes nothing"
+printf '# edited by the operator\n' >>"${out}/gpt-oss-120b.yml"
+before="$(sha256sum "${out}/gpt-oss-120b.yml")"
+if profile -e profile_repo=openai/gpt-oss-120b >"${state}/keep.log" 2>&1; then fail "an edited profile was replaced"; fi
+grep -q 'exists with other content; not replaced' "${state}/keep.log" || { tail -n 20 "${state}/keep.log"; fail "keep message"; }
+profile -e profile_repo=openai/gpt-oss-120b -e profile_force=true --check >"${state}/check.log" 2>&1 || fail "check mode"
+grep -q 'would write' "${state}/check.log" || fail "check mode did not say it would write"
+[ "$(sha256sum "${out}/gpt-oss-120b.yml")" = "${before}" ] || fail "check mode changed the file"
+log "ok: all cases passed"
