@@ -25,6 +25,7 @@ import re
 
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, sglang_release
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.module_utils import deployment_fits
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_engine import plan_inputs, render, run_plan
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_server_checks import (
     API_KEY,
@@ -164,6 +165,14 @@ def resolve_server(ctx, variant=None):
             plan['report_markdown'] = render_markdown(plan, title, flags)
             plan['report_lines'] = render_text(plan, title)
             plan['title'] = title
+            if variant is None:
+                # The GPUs this server can use (the container's), else what the host has.
+                max_gpus = len(indices) if indices else (inputs['max_tp'] or tp)
+                fits = deployment_fits.table(prof.get('models') or {}, gpu, release, max_gpus,
+                                             current=settings['llmops_model_profile'])
+                plan['what_else_fits'] = fits
+                plan['report_markdown'] += '\n'.join(deployment_fits.markdown(
+                    fits, gpu.get('display_name') or gpu.get('name'), max_gpus)) + '\n'
     argv = rendered['argv'] if rendered else []
     command = list(launcher) + argv
     environment = rendered['env'] if rendered else {}

@@ -81,6 +81,15 @@ def load_profiles(settings, problems, loader, default_dir):
         _add_found(problems, found)
         if not found:
             out[key] = data
+    # Every model profile that reads and passes its schema, for the plan's "what else fits" table.
+    out['models'] = {}
+    for name in out['model_names']:
+        try:
+            data = loader.load(posixpath.join(directory, 'models', name + '.yml'))
+        except (IOError, OSError, ValueError):
+            continue
+        if not check_model(name, data):
+            out['models'][name] = data
     return out
 
 

@@ -17,6 +17,7 @@ __metaclass__ = type
 
 import json
 import re
+import textwrap
 
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import (
     ModelConfigError, model_facts, supported_architectures)
@@ -148,6 +149,8 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None):
 # YAML out (block style, comments for the guesses; no PyYAML needed)
 # --------------------------------------------------------------------------------------------------------------
 
+# Comment lines are wrapped to this width (yamllint's limit in this repository is 160).
+WIDTH = 118
 _PLAIN = re.compile(r'^[A-Za-z_][A-Za-z0-9_./-]*$')
 _RESERVED = ('true', 'false', 'null', 'yes', 'no', 'on', 'off', '~')
 
@@ -180,7 +183,8 @@ def _emit(value, indent, lines, path, guesses):
         for key in value:
             why = guesses.get(path + (key,))
             if why:
-                lines.append('%s# unverified: %s' % (pad, why))
+                lines.extend(textwrap.wrap('unverified: %s' % why, WIDTH - len(pad), initial_indent=pad + '# ',
+                                           subsequent_indent=pad + '#   ', break_on_hyphens=False))
             item = value[key]
             if isinstance(item, dict) and item:
                 lines.append('%s%s:' % (pad, _scalar(key)))
@@ -199,6 +203,9 @@ def _emit(value, indent, lines, path, guesses):
 
 def to_yaml(profile, guesses, header):
     """The profile as YAML text: the header comment lines, then the keys, each guess above its key."""
-    lines = ['---'] + ['# %s' % line if line else '#' for line in header]
+    lines = ['---']
+    for line in header:
+        lines.extend(textwrap.wrap(line, WIDTH, initial_indent='# ', subsequent_indent='#   ',
+                                   break_on_hyphens=False) or ['#'])
     _emit(profile, 0, lines, (), guesses)
     return '\n'.join(lines) + '\n'

@@ -210,7 +210,8 @@ def main():
         if not os.path.isdir(p['src']):
             module.fail_json(msg='src %s is not a directory' % p['src'])
         files = from_dir(module, p['src'])
-        source = p['src']
+        # The directory's name, not its path on this controller (the profile is committed and shared).
+        source = 'the local directory %s' % os.path.basename(os.path.normpath(p['src']))
     else:
         workdir = tempfile.mkdtemp(prefix='llmops-profile-')
         try:
