@@ -203,6 +203,11 @@ def resolve_mamba_strategy(release, facts, requested='auto', radix_cache=True, d
     else:
         # extra_buffer and extra_buffer_lazy (validate_mamba_extra_buffer checks both alike).
         track, fla = defaults['mamba_track_interval'], defaults['fla_chunk_size']
+        if strategy == 'extra_buffer_lazy' and disable_overlap:
+            # kv_cache_configurator._calculate_mamba_ratio asserts it at start-up.
+            _refuse(out, 'mamba_lazy_overlap',
+                    'Lazy extra buffer requires overlap schedule (--disable-overlap-schedule is incompatible)',
+                    'Drop disable_overlap_schedule, or use mamba_strategy: extra_buffer.')
         if not facts['extra_buffer_supported']:
             _refuse(out, 'mamba_extra_buffer_arch', 'extra_buffer is not supported for %s; use no_buffer.' % arch,
                     'Set mamba_strategy: no_buffer (with disable_overlap_schedule: true).')
@@ -227,8 +232,11 @@ def mamba_ratio(release, strategy, radix_cache, disable_overlap):
     if not radix_cache:
         return 1
     extra = 0
-    # TODO(#17): extra_buffer_lazy is sized like extra_buffer here; its own slot count is not modelled yet.
-    if strategy in ('extra_buffer', 'extra_buffer_lazy'):
+    # allocation_sizing.get_mamba_tracking_slots: the lazy extra buffer defers its second tracking slot (1), the
+    # eager one holds 2 with the overlap schedule and 1 without.
+    if strategy == 'extra_buffer_lazy':
+        extra = 1
+    elif strategy == 'extra_buffer':
         extra = 1 if disable_overlap else 2
     return release['defaults']['mamba_cache_ratio'] + extra
 

@@ -231,6 +231,8 @@ def main():
         'mamba_no_buffer_backend': (dict(mamba_strategy='no_buffer', disable_overlap_schedule=True,
                                          attention_backend='trtllm_mha'), {},
                                     'no_buffer do not support trtllm_mha attention backend.'),
+        'mamba_lazy_overlap': (dict(mamba_strategy='extra_buffer_lazy', disable_overlap_schedule=True), {},
+                               'Lazy extra buffer requires overlap schedule'),
         'context_length': (dict(context_length=300000), {}, 'is greater than the derived context_length'),
         'trtllm_topk': (dict(attention_backend='trtllm_mha', speculative_eagle_topk=2), {},
                         'trtllm_mha backend only supports topk = 1 for speculative decoding.'),

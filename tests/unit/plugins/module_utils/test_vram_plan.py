@@ -492,9 +492,15 @@ def test_unknown_input_rejected():
 
 
 def test_extra_buffer_lazy_follows_the_release_choices():
-    # TODO(#17): extra_buffer_lazy is planned like extra_buffer until its own slot count is modelled.
+    # _calculate_mamba_ratio: 3 + get_mamba_tracking_slots(lazy=True) = 4 (eager extra_buffer with overlap: 5).
     lazy = plan_122b(H200, mamba_strategy='extra_buffer_lazy')
-    assert lazy['mamba_strategy'] == 'extra_buffer_lazy' and lazy['mamba_slots_per_request'] == 5
+    eager = plan_122b(H200, mamba_strategy='extra_buffer')
+    assert lazy['mamba_strategy'] == 'extra_buffer_lazy' and lazy['mamba_slots_per_request'] == 4
+    assert eager['mamba_slots_per_request'] == 5 and lazy['max_running_requests'] >= eager['max_running_requests']
+    # The lazy buffer needs the overlap schedule (SGLang asserts it).
+    with pytest.raises(vp.PlanError) as exc:
+        plan_122b(H200, mamba_strategy='extra_buffer_lazy', disable_overlap_schedule=True)
+    assert 'Lazy extra buffer requires overlap schedule' in str(exc.value)
     with pytest.raises(vp.PlanError) as exc:
         plan_122b(H200, release=rel('0.5.11'), mamba_strategy='extra_buffer_lazy')
     assert exc.value.kind == 'input'
