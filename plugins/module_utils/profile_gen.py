@@ -19,8 +19,7 @@ import json
 import re
 import textwrap
 
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import (
-    ModelConfigError, model_facts, supported_architectures)
+from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import PlanError, sized_facts
 
 COMMIT_RE = re.compile(r'^[0-9a-f]{40}$')
 # quantization_config keys that only list module names (hundreds of entries): not planner facts.
@@ -106,15 +105,10 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None):
     if not isinstance(config, dict) or not config:
         raise ProfileError('config.json is missing or not a JSON object')
     try:
-        facts = model_facts(config, release['architectures'])
-    except ModelConfigError as exc:
+        # The planner's own acceptance: a profile is written only for what it can plan.
+        facts = sized_facts(config, release)
+    except PlanError as exc:
         raise ProfileError(str(exc))
-    if facts['family'] is None:
-        raise ProfileError('architecture %s is not one the planner sizes for sglang %s; supported: %s'
-                           % (facts['arch'], release['version'],
-                              ', '.join(supported_architectures(release['architectures']))))
-    if facts['missing']:
-        raise ProfileError('config.json lacks %s' % ', '.join(facts['missing']))
     guesses = {}
     name = name or slug(repo)
     if revision is not None and not COMMIT_RE.match(str(revision)):

@@ -120,6 +120,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.inference.plugins.module_utils.atomic_files import write_file_atomic
+from ansible_collections.llmops.inference.plugins.module_utils.json_files import read_json
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts
 from ansible_collections.llmops.inference.plugins.module_utils.profile_gen import (
     ProfileError, generate, slug, to_yaml)
@@ -146,22 +147,13 @@ print(json.dumps({"sha": sha, "files": got}))
 '''
 
 
-def read_json(module, path, required):
-    if not os.path.exists(path):
-        if required:
-            module.fail_json(msg='%s does not exist: a model profile needs the checkpoint\'s config.json' % path)
-        return None
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (IOError, OSError, ValueError) as exc:
-        module.fail_json(msg='cannot read %s: %s' % (path, exc))
-
-
 def from_dir(module, directory):
     files = {}
     for key, name in FILES:
-        value = read_json(module, os.path.join(directory, name), key == 'config')
+        value, error = read_json(os.path.join(directory, name), key == 'config',
+                                 ": a model profile needs the checkpoint's config.json")
+        if error:
+            module.fail_json(msg=error)
         if value is not None:
             files[key] = value
     return files

@@ -136,18 +136,14 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.llmops.inference.plugins.module_utils.bench_report import METRICS, build
+from ansible_collections.llmops.inference.plugins.module_utils.json_files import read_json
 
 
 def load_json(module, path, required=True):
-    if not os.path.exists(path):
-        if required:
-            module.fail_json(msg='%s does not exist' % path)
-        return None
-    try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (IOError, OSError, ValueError) as exc:
-        module.fail_json(msg='cannot read %s: %s' % (path, to_native(exc)))
+    value, error = read_json(path, required)
+    if error:
+        module.fail_json(msg=error)
+    return value
 
 
 def load_records(module, path):
