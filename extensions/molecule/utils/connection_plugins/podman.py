@@ -138,11 +138,12 @@ class Connection(PodmanConnection):
         full_id = to_native(out).strip() if rc == 0 else ""
         if not re.match(r"^[0-9a-f]{64}$", full_id) or not os.path.exists(_runc_state(full_id)):
             return None
-        if not os.path.isdir(ID_CACHE):
-            os.makedirs(ID_CACHE, 0o700)
-        with open(cache + ".tmp", "w") as handle:
+        # Both lanes may get here at once.
+        os.makedirs(ID_CACHE, 0o700, exist_ok=True)
+        tmp = "%s.tmp-%d" % (cache, os.getpid())
+        with open(tmp, "w") as handle:
             handle.write(full_id)
-        os.rename(cache + ".tmp", cache)
+        os.rename(tmp, cache)
         return runc, full_id
 
     def _runc(self, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, in_data=None):

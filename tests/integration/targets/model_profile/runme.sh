@@ -84,7 +84,7 @@ assert spec['algorithm'] == 'NEXTN' and spec['num_draft_tokens'] > 0, spec
 PY
 
 log "case log: the generated Llama-3.1-8B profile against a real start-up log"
-PYTHONPATH="${root}/.collections${PYTHONPATH:+:${PYTHONPATH}}" python3 - "${root}" "${out}/meta-llama-3.1-8b.yml" <<'PY' || fail "plan vs log"
+PYTHONPATH="${ANSIBLE_COLLECTIONS_PATH}${PYTHONPATH:+:${PYTHONPATH}}" python3 - "${root}" "${out}/meta-llama-3.1-8b.yml" <<'PY' || fail "plan vs log"
 import os, re, sys, yaml
 root, path = sys.argv[1:3]
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr, vram_plan as vp
