@@ -22,6 +22,7 @@ import textwrap
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import PlanError, sized_facts
 
 COMMIT_RE = re.compile(r'^[0-9a-f]{40}$')
+NAME_RE = re.compile(r'^[a-z0-9][a-z0-9._-]*$')
 # quantization_config keys that only list module names (hundreds of entries): not planner facts.
 _BULKY_QUANT_KEYS = ('modules_to_not_convert', 'ignore', 'ignored_layers', 'exclude_modules')
 # quant_method -> the --quantization SGLang needs on the command line (None: SGLang reads the checkpoint's
@@ -111,6 +112,12 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None):
         raise ProfileError(str(exc))
     guesses = {}
     name = name or slug(repo)
+    if not NAME_RE.match(name):
+        raise ProfileError('name %r: a profile name is lower-case letters, digits, ".", "_" and "-" (it names the file '
+                           'profiles/models/<name>.yml); give e.g. %s' % (name, slug(name) if name.strip('/') else 'qwen3-32b'))
+    if tp_size is not None and (isinstance(tp_size, bool) or not isinstance(tp_size, int) or tp_size < 1):
+        raise ProfileError('tp_size %r: must be a whole number >= 1 (the tensor-parallel size to record); leave it '
+                           'unset to record 1' % (tp_size,))
     if revision is not None and not COMMIT_RE.match(str(revision)):
         guesses[('hf_revision',)] = ('%r is a branch or tag, not a commit: the deploy locks it to a commit on first '
                                      'use (the revision lock)' % revision)
@@ -126,7 +133,7 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None):
                                        'count' % facts['quant_method'])
     elif weights is None:
         guesses[('weights_bytes',)] = 'no safetensors index was read: the planner counts parameters x dtype'
-    serving = dict(tp_size=int(tp_size or 1))
+    serving = dict(tp_size=tp_size or 1)
     if not tp_size:
         guesses[('serving', 'tp_size')] = 'not given: 1; plan other sizes with make plan -e llmops_tp_size=N'
     serving.update(_parsers(release, files.get('tokenizer_config'), guesses))

@@ -131,3 +131,15 @@ def test_names_come_from_the_repository():
     assert pg.slug('Qwen/Qwen3.5-122B-A10B') == 'qwen3.5-122b-a10b'
     with pytest.raises(pg.ProfileError):
         pg.slug('')
+
+
+@pytest.mark.parametrize('kwargs, fragment', [
+    (dict(name='../evil'), "name '../evil': a profile name is lower-case"),
+    (dict(name='Qwen/Qwen3-32B'), 'give e.g. qwen3-32b'),
+    (dict(tp_size=0), 'tp_size 0: must be a whole number >= 1'),
+    (dict(tp_size=-2), 'tp_size -2'),
+])
+def test_bad_inputs_are_refused_naming_the_value(kwargs, fragment):
+    with pytest.raises(pg.ProfileError) as err:
+        pg.generate(files('Qwen__Qwen3-32B'), RELEASE, repo='Qwen/Qwen3-32B', **kwargs)
+    assert fragment in str(err.value)
