@@ -222,8 +222,9 @@ def _refusal(family, fmt, sm, model, gpu):
     template = family['messages'][fmt['below']]['text']
     message = (template.replace('{method}', refused).replace('{min}', str(least if least is not None else '-'))
                .replace('{sm}', str(sm)))
-    where = 'model %s: its checkpoint is %s, %s (SGLang method %s); GPU %s is %s' % (
-        model or '?', fmt['name'], fmt['what'], fmt['method'], gpu or '?', _sm_text(sm))
+    where = '%s: its checkpoint is %s, %s (SGLang method %s); %s is %s' % (
+        'model %s' % model if model else 'the model', fmt['name'], fmt['what'], fmt['method'],
+        'GPU %s' % gpu if gpu else 'the GPU', _sm_text(sm))
     if least is None:
         fix = ('%s. No GPU runs this checkpoint with this SGLang release: use a checkpoint in another quantization '
                '(e.g. a Marlin-compatible GPTQ: 4 or 8 bits, sym true, group size -1/32/64/128, or BF16/FP8).' % where)

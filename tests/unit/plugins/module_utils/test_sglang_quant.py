@@ -97,6 +97,8 @@ def test_a_gpu_no_row_covers_is_refused_naming_model_quantization_gpu_sm_and_fix
                  'needs sm_100+', 'llmops_gpu_profile', 'checkpoint in a quantization this GPU runs'):
         assert part in refused['fix'], part
     assert sq.resolve(RULES, mxfp8, gpu('b200'))['refusal'] is None
+    # Without names (the sglang_server_args module knows no GPU profile) the fix still reads.
+    assert sq.resolve(RULES, mxfp8, '9.0')['refusal']['fix'].startswith('the model: its checkpoint is modelopt-mxfp8')
 
 
 def test_gptq_converts_to_marlin_or_is_refused_as_sglang_has_no_cuda_gptq():
