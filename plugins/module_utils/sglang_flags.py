@@ -23,6 +23,7 @@ import re
 
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError, model_facts
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import resolve_mamba_strategy
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import quant_config
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import resolve as resolve_quantization
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import (
     CHOICE_OPTIONS, ReleaseError, check_choice)
@@ -328,7 +329,7 @@ def quantization_flags(release, model, host, server, warnings, notes, preflight)
     extra = set(str(a).split('=', 1)[0] for a in list(serving.get('extra_args') or []) + list(server.get('extra_args') or []))
     rules = release.get('quantization')
     if not rules:
-        if model_facts_quantized(model):
+        if quant_config((model or {}).get('config')) is not None:
             warnings.append('sglang %s: the release table has no quantization rules for it (quantization: key), so '
                             'the checkpoint\'s quantization was not checked against the GPU and no flag was derived '
                             'from it' % release['version'])
@@ -359,12 +360,6 @@ def quantization_flags(release, model, host, server, warnings, notes, preflight)
         format=resolved['format'], method=resolved['method'], render=resolved['render'],
         defaults=resolved['defaults']))
 
-
-def model_facts_quantized(model):
-    """True when the profile's config carries a quantization_config (top level or text_config)."""
-    config = (model or {}).get('config') or {}
-    return any(isinstance(scope, dict) and scope.get('quantization_config')
-               for scope in (config, config.get('text_config')))
 
 
 def preflight_checks(release, facts, s):
