@@ -361,7 +361,6 @@ def quantization_flags(release, model, host, server, warnings, notes, preflight)
         defaults=resolved['defaults']))
 
 
-
 def preflight_checks(release, facts, s):
     """SGLang start-up validations that need no GPU. Each: dict(check, message (SGLang's words), fix)."""
     rules = release['flags']
