@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The release table's quantization rules and parser-detection rules against the installed (pinned) SGLang itself.
