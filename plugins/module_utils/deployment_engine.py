@@ -140,7 +140,8 @@ def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_fac
         extra_args=settings['llmops_extra_args'], extra_env=settings['llmops_environment'],
         reasoning_parser=settings['llmops_reasoning_parser'], tool_call_parser=settings['llmops_tool_call_parser'])
     host = dict(gpu_indices=indices, compute_capability=gpu.get('compute_capability'),
-                gpu_name=settings['llmops_gpu_profile'], p2p_verdict=ctx.get('p2p_verdict') or None, p2p_trusted=host_facts['nccl_p2p_trusted'],
+                gpu_name=settings['llmops_gpu_profile'], p2p_verdict=ctx.get('p2p_verdict') or None,
+                p2p_trusted=host_facts['nccl_p2p_trusted'],
                 sev_snp=host_facts['sev_snp'], nnodes=1)
     plan_values = dict((key, plan.get(key)) for key in ('mem_fraction_static', 'max_running_requests',
                                                         'context_length', 'chunked_prefill_size')
