@@ -322,8 +322,8 @@ def quantization_flags(release, model, host, server, warnings, notes, preflight)
     release's quantization rules decide per compute capability: usually nothing (SGLang detects the method from the
     checkpoint), a flag where the release's server-argument pipeline needs to see it (NVFP4 on SM110/SM120), and a
     refusal (pre-check ``quantization_arch``, or ``quantization_unsupported`` where no GPU runs the format) where no
-    row of the checkpoint's format covers the GPU. A flag the
-    extra arguments already carry is left to them. Returns dict(quantization, render (other flags), resolved).
+    row of the checkpoint's format covers the GPU. A flag the extra arguments already carry is left to them.
+    Returns dict(quantization, render (other flags), resolved).
     """
     serving = (model or {}).get('serving') or {}
     explicit = _pick(server.get('quantization'), serving.get('quantization'))
