@@ -51,6 +51,10 @@ _CHECK_VARIABLE = {
     'spec_v2_topk': 'llmops_speculative_num_steps', 'pp_spec': 'llmops_speculative_num_draft_tokens',
     'fa3_blackwell': 'llmops_attention_backend', 'gdn_blackwell_backend': 'llmops_attention_backend',
     'parser': 'llmops_extra_args',
+    # The checkpoint's quantization cannot run on the GPU profile's architecture (release quantization rules).
+    'quantization_arch': 'llmops_gpu_profile',
+    # ... or on no GPU at all with this release (a GPTQ checkpoint Marlin cannot take).
+    'quantization_unsupported': 'llmops_model_profile',
 }
 
 
@@ -136,7 +140,8 @@ def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_fac
         extra_args=settings['llmops_extra_args'], extra_env=settings['llmops_environment'],
         reasoning_parser=settings['llmops_reasoning_parser'], tool_call_parser=settings['llmops_tool_call_parser'])
     host = dict(gpu_indices=indices, compute_capability=gpu.get('compute_capability'),
-                p2p_verdict=ctx.get('p2p_verdict') or None, p2p_trusted=host_facts['nccl_p2p_trusted'],
+                gpu_name=settings['llmops_gpu_profile'], p2p_verdict=ctx.get('p2p_verdict') or None,
+                p2p_trusted=host_facts['nccl_p2p_trusted'],
                 sev_snp=host_facts['sev_snp'], nnodes=1)
     plan_values = dict((key, plan.get(key)) for key in ('mem_fraction_static', 'max_running_requests',
                                                         'context_length', 'chunked_prefill_size')

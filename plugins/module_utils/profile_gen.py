@@ -19,15 +19,14 @@ import json
 import re
 import textwrap
 
+from ansible_collections.llmops.inference.plugins.module_utils import parser_detect
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import match_format, quant_config
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import PlanError, sized_facts
 
 COMMIT_RE = re.compile(r'^[0-9a-f]{40}$')
 NAME_RE = re.compile(r'^[a-z0-9][a-z0-9._-]*$')
 # quantization_config keys that only list module names (hundreds of entries): not planner facts.
 _BULKY_QUANT_KEYS = ('modules_to_not_convert', 'ignore', 'ignored_layers', 'exclude_modules')
-# quant_method -> the --quantization SGLang needs on the command line (None: SGLang reads the checkpoint's
-# quantization_config itself). modelopt_fp4 is the one the seed's NVFP4 service passed explicitly.
-QUANTIZATION_FLAG = {'modelopt_fp4': 'modelopt_fp4', 'modelopt': 'modelopt_fp4'}
 
 
 class ProfileError(ValueError):
@@ -53,34 +52,80 @@ def trimmed_config(config):
     return out
 
 
-def _template_text(tokenizer_config):
-    template = (tokenizer_config or {}).get('chat_template')
-    if isinstance(template, list):  # [{name, template}, ...]
-        template = ' '.join(str(t.get('template', '')) for t in template if isinstance(t, dict))
-    return template if isinstance(template, str) else None
-
-
-def _parsers(release, tokenizer_config, guesses):
-    """reasoning / tool-call parser: 'auto' where the release accepts it (the pinned SGLang then detects both from
-    the checkpoint's chat template at start, srt/parser/template_detection.py), with what the chat template shows;
-    None where the release has no auto."""
+def _parsers(release, files, config, guesses, notes):
+    """reasoning / tool-call parser as the release's ``auto`` resolves them at start (its template-detection rules,
+    the release table's ``detection`` family, evaluated by parser_detect), recorded with where they came from. Kept
+    as ``auto`` (marked unverified) when no tokenizer_config.json was read, when an incomplete vocabulary leaves a
+    rule open, when the release's detection was never read, or when the name is not one of the release's choices.
+    A template no rule matches gives null: SGLang disables that parser, and null renders no flag."""
     out = {}
-    template = _template_text(tokenizer_config)
-    for key, marks in (('reasoning_parser', ('<think>',)), ('tool_call_parser', ('<tool_call>', 'tools'))):
+    detection = release.get('detection')
+    tokenizer_config = files.get('tokenizer_config')
+    read = tokenizer_config is not None or files.get('chat_template') is not None
+    template, where = parser_detect.template_of(tokenizer_config, files.get('chat_template'))
+    vocab, complete = parser_detect.vocabulary(tokenizer_config, files.get('tokenizer'))
+    found = parser_detect.detect(detection, template, vocab, complete, config,
+                                 (tokenizer_config or {}).get('response_template')) if detection and read else None
+    for key in ('reasoning_parser', 'tool_call_parser'):
         choices = (release.get('choices') or {}).get(key) or []
-        if 'auto' not in choices:
-            out[key] = None
-            guesses[('serving', key)] = ('sglang %s has no "auto" %s: name one of its choices by hand'
-                                         % (release['version'], key))
+        has_auto = 'auto' in choices
+        fallback = 'auto' if has_auto else None
+        if not has_auto:
+            fallback_why = 'sglang %s has no "auto" %s: name one of its choices by hand' % (release['version'], key)
+        if found is None:
+            out[key] = fallback
+            guesses[('serving', key)] = fallback_why if not has_auto else (
+                'no chat template was read: SGLang resolves "auto" from the checkpoint\'s template at start, or '
+                'disables the parser when it finds none' if not read else
+                'sglang %s\'s template detection is not in the release table (detection:): SGLang resolves "auto" '
+                'at start' % release['version'])
             continue
-        out[key] = 'auto'
-        if template is None:
-            guesses[('serving', key)] = ('no chat template was read: SGLang resolves "auto" from the checkpoint\'s '
-                                         'template at start, or disables the parser when it finds none')
-        elif not any(mark in template for mark in marks):
-            guesses[('serving', key)] = ('the chat template shows no %s: SGLang will likely disable this parser'
-                                         % ' / '.join(marks))
+        verdict = found[key]
+        value = verdict['value']
+        if value is not None and choices and value not in choices:
+            out[key] = fallback
+            guesses[('serving', key)] = ('the chat template gives %s (rule %s), which is not one of the %s choices '
+                                         'of sglang %s' % (value, verdict['rule'], key, release['version']))
+        elif not verdict['certain']:
+            out[key] = fallback
+            guesses[('serving', key)] = (
+                '%s (%s), unless the vocabulary tests of rules %s decide otherwise: tokenizer.json was not read, so '
+                'the vocabulary is incomplete; "auto" lets SGLang decide with the whole vocabulary'
+                % (value or 'no parser', verdict['how'], ', '.join(verdict['undecided'])))
+        else:
+            out[key] = value
+            notes[('serving', key)] = ('sglang %s "auto" resolves to %s: %s (%s)' % (
+                release['version'], value if value else 'none', verdict['how'],
+                where or 'tokenizer_config.json has no chat template'))
     return out
+
+
+def _with_hf_quant_config(config, hf_quant_config, notes):
+    """config.json with the quantization of hf_quant_config.json when config.json declares none (older ModelOpt
+    exports; SGLang reads that file then, configs/model_config.py _parse_quant_hf_config), unwrapped as SGLang's
+    unwrap_modelopt_quantization_config does."""
+    if not isinstance(hf_quant_config, dict) or quant_config(config) is not None:
+        return config
+    quantization = hf_quant_config.get('quantization', hf_quant_config)
+    if isinstance(quantization, dict) and isinstance(quantization.get('quantization'), dict):
+        quantization = quantization['quantization']
+    if not isinstance(quantization, dict) or not quantization:
+        return config
+    out = dict(config)
+    out['quantization_config'] = dict(quantization)
+    notes[('config', 'quantization_config')] = ('from hf_quant_config.json (config.json declares no quantization; '
+                                                'SGLang reads that file then)')
+    return out
+
+
+def _quantization_note(release, config, notes):
+    """A note above config: when the checkpoint's quantization is in no format of the release's rules."""
+    rules = release.get('quantization')
+    cfg = quant_config(config)
+    if rules and cfg is not None and match_format(rules, cfg) is None:
+        notes[('config',)] = ('quantization %s is in no format of the release\'s quantization rules: the command '
+                              'line gets no --quantization and its GPU support is unchecked'
+                              % (cfg.get('quant_method') or cfg.get('quant_algo')))
 
 
 def _speculative(release, facts, guesses):
@@ -93,18 +138,22 @@ def _speculative(release, facts, guesses):
     return dict(num_draft_tokens=0)
 
 
-def generate(files, release, repo=None, revision=None, name=None, tp_size=None):
+def generate(files, release, repo=None, revision=None, name=None, tp_size=None, notes=None):
     """(profile dict, guesses: {(section, key) or (key,): why}) from the checkpoint's parsed JSON files.
 
     files:    dict with config (required: config.json), and optionally index (model.safetensors.index.json),
-              generation_config, tokenizer_config
+              generation_config, tokenizer_config, tokenizer (tokenizer.json: the vocabulary the parser detection
+              tests), chat_template (the text of chat_template.jinja), hf_quant_config (hf_quant_config.json)
     release:  sglang_release.release() of the pin (architecture families, parser choices, speculative defaults)
     repo / revision: the Hub repository and the commit the files came from (a branch is not a revision lock)
     tp_size:  the tensor-parallel size to record (the planner then checks it); default: 1, marked unverified
+    notes:    a dict filled with {(section, key): where the value came from} (comments to_yaml writes, not guesses)
     """
     config = files.get('config')
     if not isinstance(config, dict) or not config:
         raise ProfileError('config.json is missing or not a JSON object')
+    notes = {} if notes is None else notes
+    config = _with_hf_quant_config(config, files.get('hf_quant_config'), notes)
     try:
         # The planner's own acceptance: a profile is written only for what it can plan.
         facts = sized_facts(config, release)
@@ -136,10 +185,9 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None):
     serving = dict(tp_size=tp_size or 1)
     if not tp_size:
         guesses[('serving', 'tp_size')] = 'not given: 1; plan other sizes with make plan -e llmops_tp_size=N'
-    serving.update(_parsers(release, files.get('tokenizer_config'), guesses))
-    flag = QUANTIZATION_FLAG.get(str(facts['quant_method'] or ''))
-    if flag:
-        serving['quantization'] = flag
+    # --quantization is not recorded: the flag renderer derives it per GPU architecture from the release table.
+    serving.update(_parsers(release, files, config, guesses, notes))
+    _quantization_note(release, config, notes)
     serving['speculative'] = _speculative(release, facts, guesses)
     profile = dict(name=name, hf_repo=repo, hf_revision=revision, served_model_name=name, weights_bytes=weights,
                    serving=serving, config=trimmed_config(config))
@@ -178,10 +226,14 @@ def _scalar(value):
     return json.dumps(text)
 
 
-def _emit(value, indent, lines, path, guesses):
+def _emit(value, indent, lines, path, guesses, notes):
     pad = '  ' * indent
     if isinstance(value, dict):
         for key in value:
+            note = notes.get(path + (key,))
+            if note:
+                lines.extend(textwrap.wrap(note, WIDTH - len(pad), initial_indent=pad + '# ',
+                                           subsequent_indent=pad + '#   ', break_on_hyphens=False))
             why = guesses.get(path + (key,))
             if why:
                 lines.extend(textwrap.wrap('unverified: %s' % why, WIDTH - len(pad), initial_indent=pad + '# ',
@@ -189,7 +241,7 @@ def _emit(value, indent, lines, path, guesses):
             item = value[key]
             if isinstance(item, dict) and item:
                 lines.append('%s%s:' % (pad, _scalar(key)))
-                _emit(item, indent + 1, lines, path + (key,), guesses)
+                _emit(item, indent + 1, lines, path + (key,), guesses, notes)
             elif isinstance(item, list) and item and any(isinstance(i, (dict, list)) for i in item):
                 lines.append('%s%s:' % (pad, _scalar(key)))
                 for entry in item:
@@ -202,11 +254,11 @@ def _emit(value, indent, lines, path, guesses):
                 lines.append('%s%s: %s' % (pad, _scalar(key), _scalar(item)))
 
 
-def to_yaml(profile, guesses, header):
-    """The profile as YAML text: the header comment lines, then the keys, each guess above its key."""
+def to_yaml(profile, guesses, header, notes=None):
+    """The profile as YAML text: the header comment lines, then the keys, each note and guess above its key."""
     lines = ['---']
     for line in header:
         lines.extend(textwrap.wrap(line, WIDTH, initial_indent='# ', subsequent_indent='#   ',
                                    break_on_hyphens=False) or ['#'])
-    _emit(profile, 0, lines, (), guesses)
+    _emit(profile, 0, lines, (), guesses, notes or {})
     return '\n'.join(lines) + '\n'

@@ -23,7 +23,10 @@ import re
 
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError, model_facts
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import resolve_mamba_strategy
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, check_choice
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import quant_config
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import resolve as resolve_quantization
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import (
+    CHOICE_OPTIONS, ReleaseError, check_choice)
 
 # SGLang's names for the mamba strategy flag, in any release: only the release's own may appear in extra args.
 _MAMBA_FLAG_NAMES = ('--mamba-scheduler-strategy', '--mamba-radix-cache-strategy')
@@ -106,12 +109,14 @@ def render(release, model, plan=None, host=None, server=None):
     model:   a model profile (profiles/models/*.yml parsed)
     plan:    VRAM plan values: mem_fraction_static, max_running_requests, context_length, chunked_prefill_size,
              page_size (vram_plan_info output; the role requests an explicit max_running_requests from it)
-    host:    gpu_indices, compute_capability, p2p_verdict, p2p_trusted, sev_snp, nnodes, node_rank, dist_init_addr
+    host:    gpu_indices, compute_capability, gpu_name (the GPU profile, for messages), p2p_verdict, p2p_trusted,
+             sev_snp, nnodes, node_rank, dist_init_addr
     server:  model_path, served_model_name, host, port, tp_size, and optional flag overrides (see the module doc)
 
     Returns dict(version, argv, env, warnings, notes, preflight, speculative, nccl_p2p_disable, nccl_p2p_reason,
-    mamba_strategy, rules). Raises FlagError for inputs that cannot be rendered at all (including a value that is
-    not one of the release's argparse choices).
+    mamba_strategy, rules, quantization (format, method, render, defaults of the release's rules, or None)).
+    Raises FlagError for inputs that cannot be rendered at all (including a value that is not one of the release's
+    argparse choices).
     """
     if not isinstance(release, dict) or not release.get('flags') or not release.get('defaults'):
         raise FlagError('release is required: sglang_release.release(table, version) of profiles/sglang_releases.yml')
@@ -140,7 +145,8 @@ def render(release, model, plan=None, host=None, server=None):
     page_size = _pick(server.get('page_size'), plan.get('page_size_explicit'))
     chunked = server.get('chunked_prefill_size')
     attention_backend = server.get('attention_backend')
-    quantization = _pick(server.get('quantization'), serving.get('quantization'), facts['quant_method'])
+    quant = quantization_flags(release, model, host, server, warnings, notes, preflight)
+    quantization = quant['quantization']
     values = dict(reasoning_parser=_pick(server.get('reasoning_parser'), serving.get('reasoning_parser')),
                   tool_call_parser=_pick(server.get('tool_call_parser'), serving.get('tool_call_parser')),
                   quantization=quantization, kv_cache_dtype=server.get('kv_cache_dtype'),
@@ -165,6 +171,8 @@ def render(release, model, plan=None, host=None, server=None):
                  str(host['dist_init_addr'])]
     if quantization:
         argv += ['--quantization', str(quantization)]
+    for flag, value in sorted(quant['render'].items()):
+        argv += [flag, str(value)]
     for key, flag in (('reasoning_parser', '--reasoning-parser'), ('tool_call_parser', '--tool-call-parser')):
         if values[key]:
             argv += [flag, str(values[key])]
@@ -304,7 +312,55 @@ def render(release, model, plan=None, host=None, server=None):
     out_rules['version'] = version
     return dict(version=version, argv=argv, env=env, warnings=warnings, notes=notes, preflight=preflight,
                 speculative=spec, nccl_p2p_disable=disable_p2p, nccl_p2p_reason=p2p_reason,
-                mamba_strategy=strategy, rules=out_rules)
+                mamba_strategy=strategy, rules=out_rules, quantization=quant['resolved'])
+
+
+def quantization_flags(release, model, host, server, warnings, notes, preflight):
+    """--quantization and the other flags the checkpoint's quantization needs on this GPU (release data).
+
+    An explicit value (server option, else the profile's serving.quantization) is rendered as given. Otherwise the
+    release's quantization rules decide per compute capability: usually nothing (SGLang detects the method from the
+    checkpoint), a flag where the release's server-argument pipeline needs to see it (NVFP4 on SM110/SM120), and a
+    refusal (pre-check ``quantization_arch``, or ``quantization_unsupported`` where no GPU runs the format) where no
+    row of the checkpoint's format covers the GPU. A flag the extra arguments already carry is left to them.
+    Returns dict(quantization, render (other flags), resolved).
+    """
+    serving = (model or {}).get('serving') or {}
+    explicit = _pick(server.get('quantization'), serving.get('quantization'))
+    extra = set(str(a).split('=', 1)[0]
+                for a in list(serving.get('extra_args') or []) + list(server.get('extra_args') or []))
+    rules = release.get('quantization')
+    if not rules:
+        if quant_config((model or {}).get('config')) is not None:
+            warnings.append('sglang %s: the release table has no quantization rules for it (quantization: key), so '
+                            'the checkpoint\'s quantization was not checked against the GPU and no flag was derived '
+                            'from it' % release['version'])
+        return dict(quantization=explicit, render={}, resolved=None)
+    resolved = resolve_quantization(rules, (model or {}).get('config'), host.get('compute_capability'),
+                                    (model or {}).get('name'), host.get('gpu_name'))
+    if resolved['refusal']:
+        preflight.append(resolved['refusal'])
+    notes.extend(resolved['notes'])
+    render = dict(resolved['render'])
+    quantization = explicit
+    wanted = render.pop('--quantization', None)
+    if quantization is None and '--quantization' not in extra:
+        quantization = wanted
+    for flag in sorted(render):
+        dest = flag[2:].replace('-', '_')
+        if dest in CHOICE_OPTIONS:
+            _choice(release, dest, render[flag])
+        if flag in extra:
+            notes.append('%s: the extra arguments set %s; the release rule would render %s' % (
+                resolved['format'], flag, render.pop(flag)))
+    chosen = [f for f in resolved['defaults'] if f not in extra and f not in render]
+    if chosen:
+        notes.append('sglang %s picks %s itself for %s on compute capability %s (not rendered)' % (
+            release['version'], ', '.join('%s %s' % (f, resolved['defaults'][f]) for f in chosen),
+            resolved['format'], host.get('compute_capability')))
+    return dict(quantization=quantization, render=render, resolved=dict(
+        format=resolved['format'], method=resolved['method'], render=resolved['render'],
+        defaults=resolved['defaults']))
 
 
 def preflight_checks(release, facts, s):

@@ -19,6 +19,11 @@ import copy
 import difflib
 import re
 
+from ansible_collections.llmops.inference.plugins.module_utils.parser_detect import DetectRulesError
+from ansible_collections.llmops.inference.plugins.module_utils.parser_detect import check_rules as check_detection
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import QuantRulesError
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import check_rules as check_quantization
+
 TABLE_PATH = 'profiles/sglang_releases.yml'
 
 _NUMBER = (int, float)
@@ -110,7 +115,7 @@ ARCHITECTURE_KEYS = {
     'hybrid_swa': _IS_STR_LIST,
     'gqa': _IS_STR_LIST,
 }
-RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults', 'host_programs')
+RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults', 'host_programs', 'quantization', 'detection')
 # A program the release runs from the host's PATH and silently does without: the package that provides it, why, and
 # the release's own message when it is missing (tests/sglang/test_parser.py finds it in the pinned source).
 HOST_PROGRAM_KEYS = {
@@ -118,7 +123,10 @@ HOST_PROGRAM_KEYS = {
     'why': _IS_STR,
     'missing_message': _IS_STR,
 }
-TOP_KEYS = ('planner_families', 'architectures', 'releases', 'shared')
+TOP_KEYS = ('planner_families', 'architectures', 'quantization_rules', 'parser_detection', 'releases', 'shared')
+# A release key that names a family of another top-level section: release key -> (section, what the family holds).
+_FAMILY_REFS = {'quantization': ('quantization_rules', check_quantization),
+                'detection': ('parser_detection', check_detection)}
 
 # What to read for a release that lacks a kind of rules, and where it goes.
 _WHAT_TO_READ = {
@@ -203,6 +211,18 @@ def load_table(data):
         families[str(name)] = copy.deepcopy(rules)
     _check_keys('architectures', data['architectures'], ARCHITECTURE_KEYS)
     architectures = copy.deepcopy(data['architectures'])
+    ref_families = {}
+    for key, (section, check) in _FAMILY_REFS.items():
+        ref_families[key] = {}
+        section_data = data.get(section) or {}
+        if not isinstance(section_data, dict):
+            raise ReleaseError('%s: %s must be a mapping of family name to rules' % (TABLE_PATH, section))
+        for name, rules in section_data.items():
+            try:
+                check(rules, '%s: %s.%s' % (TABLE_PATH, section, name))
+            except (QuantRulesError, DetectRulesError) as exc:
+                raise ReleaseError(str(exc))
+            ref_families[key][str(name)] = copy.deepcopy(rules)
     releases = {}
     release_spec = dict((key, (lambda v: True, '')) for key in RELEASE_KEYS)
     for version, entry in data['releases'].items():
@@ -217,6 +237,12 @@ def load_table(data):
             raise ReleaseError('%s: %s.planner %r is not a planner_families key%s; known: %s'
                                % (TABLE_PATH, where, entry['planner'], _did_you_mean(entry['planner'], families),
                                   ', '.join(sorted(families))))
+        for key, (section, dummy) in _FAMILY_REFS.items():
+            if key in entry and entry[key] not in ref_families[key]:
+                raise ReleaseError('%s: %s.%s %r is not a %s key%s; known: %s'
+                                   % (TABLE_PATH, where, key, entry[key], section,
+                                      _did_you_mean(entry[key], ref_families[key]),
+                                      ', '.join(sorted(ref_families[key])) or 'none'))
         if 'flags' in entry:
             _check_keys(where + '.flags', entry['flags'], FLAG_KEYS)
             flags = entry['flags']
@@ -230,7 +256,8 @@ def load_table(data):
         for program, spec in (entry.get('host_programs') or {}).items():
             _check_keys('%s.host_programs.%s' % (where, program), spec, HOST_PROGRAM_KEYS)
         releases[version] = copy.deepcopy(entry)
-    return dict(planner_families=families, architectures=architectures, releases=releases)
+    return dict(planner_families=families, architectures=architectures, releases=releases,
+                quantization_rules=ref_families['quantization'], parser_detection=ref_families['detection'])
 
 
 def known_versions(table):
@@ -243,7 +270,8 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
 
     Returns dict(version, source, planner_family (name or None), planner (that family's rules, with ``family``),
     flags, choices (option -> list; ``mamba_strategy`` from flags.mamba_choices), defaults, architectures (name sets
-    as frozensets, ``blackwell_gdn_backends`` as tuples)).
+    as frozensets, ``blackwell_gdn_backends`` as tuples), quantization (a quantization_rules family or None),
+    detection (a parser_detection family or None)).
 
     Refuses (ReleaseError) an unknown version, listing the known ones, and a version that lacks any kind of rules in
     ``need``, saying what is missing and where to add it. The modules always need all three; ``need`` exists for
@@ -286,9 +314,14 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
         mla=frozenset(arch['mla']), hybrid_swa=frozenset(arch['hybrid_swa']), gqa=frozenset(arch['gqa']),
         blackwell_gdn_backends=dict((str(k), tuple(v)) for k, v in arch['blackwell_gdn_backends'].items()),
     )
+    # The quantization rules and the parser-detection rules (None where that release's code was never read: the
+    # renderer then renders no --quantization of its own and the profile generator keeps "auto").
+    quantization = table['quantization_rules'].get(entry['quantization']) if 'quantization' in entry else None
+    detection = table['parser_detection'].get(entry['detection']) if 'detection' in entry else None
     return dict(version=version, source=entry['source'], planner_family=family, planner=planner, flags=flags,
                 choices=choices, defaults=dict(entry['defaults']) if 'defaults' in entry else None,
-                host_programs=copy.deepcopy(entry.get('host_programs') or {}), architectures=architectures)
+                host_programs=copy.deepcopy(entry.get('host_programs') or {}), architectures=architectures,
+                quantization=copy.deepcopy(quantization), detection=copy.deepcopy(detection))
 
 
 def check_choice(rel, option, value):

@@ -9,7 +9,7 @@ Layout olah expects (see docs/hf_model.md, "test mirror"):
 
 Two commits on `main`, the first tagged `v1`: the second rewrites one shard and config.json, so tests can
 exercise a revision update that re-downloads only what changed. Pure Python (no git-lfs, no torch).
-With --config-dir, one commit of the *.json files of a directory instead (a config-only repo, as a profile
+With --config-dir, one commit of the *.json files (and chat_template.jinja) of a directory instead (a config-only repo, as a profile
 generator reads one). Prints a JSON manifest (commits, files with size and sha256) on stdout.
 """
 from __future__ import absolute_import, division, print_function
@@ -92,9 +92,10 @@ def build(args):
 
     files = {}
     if args.config_dir:
-        # A config-only repo (what a model-profile generator reads): the JSON files of a real checkpoint, verbatim.
+        # A config-only repo (what a model-profile generator reads): the JSON files (and chat_template.jinja) of a
+        # real checkpoint, verbatim.
         for entry in sorted(os.listdir(args.config_dir)):
-            if entry.endswith(".json"):
+            if entry.endswith(".json") or entry == "chat_template.jinja":
                 with open(os.path.join(args.config_dir, entry)) as f:
                     files[entry] = write_plain(entry, f.read())
         files["README.md"] = write_plain("README.md", "# %s\n\nConfig-only test repo for llmops.inference.\n" % args.repo)
@@ -157,7 +158,8 @@ def main():
     p.add_argument("--shard-mb", type=int, default=2)
     p.add_argument("--commits", type=int, default=2, choices=(1, 2))
     p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--config-dir", help="make a config-only repo of the *.json files of this directory (one commit)")
+    p.add_argument("--config-dir", help="make a config-only repo of the *.json files and chat_template.jinja of this "
+                   "directory (one commit)")
     args = p.parse_args()
     json.dump(build(args), sys.stdout, indent=1)
     sys.stdout.write("\n")

@@ -11,6 +11,7 @@ Prints one line per case and a closing "N passed, N failed"; exit 1 on any failu
 """
 import argparse
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -36,6 +37,8 @@ def load(name):
 
 # Loaded from its file, as the sglang_server_args module ships it (it must stay stdlib-only and self-contained).
 checker = load('sglang_parser_check')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import release_rules  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def table():
@@ -173,6 +176,44 @@ def batch_matches_single(good, bad):
     return ok, 'rc %s, ok %s' % (rc, [r['ok'] for r in results])
 
 
+def hardware(name):
+    with open(os.path.join(ROOT, 'profiles', 'hardware', name + '.yml')) as stream:
+        return yaml.safe_load(stream)
+
+
+def fixture_config(name):
+    with open(os.path.join(ROOT, 'tests', 'fixtures', 'hf_configs', name, 'config.json')) as stream:
+        return json.load(stream)
+
+
+def quantization_paths(release):
+    """Command lines for each quantization path of the release rules on the GPUs where they differ (rendered from
+    real checkpoint configs), for the parser; plus (name, ok, detail) checks of what each rendered."""
+    nvfp4 = profile('qwen3.5-397b-a17b-nvfp4')
+    # The release rules alone decide: the seed's explicit serving.quantization and backend extra args removed, the
+    # real quantization_config of nvidia/Qwen3.5-397B-A17B-NVFP4 in.
+    nvfp4['serving'].pop('quantization', None)
+    nvfp4['serving'].pop('extra_args', None)
+    nvfp4['config']['quantization_config'] = fixture_config('nvidia__Qwen3.5-397B-A17B-NVFP4')['quantization_config']
+    cases = [('nvfp4', nvfp4, gpu, 8) for gpu in ('rtx-pro-6000-blackwell-server', 'b200', 'h200')]
+    for name, gpus in (('deepseek-ai__DeepSeek-V3', ('h200', 'l40s')), ('openai__gpt-oss-120b', ('b200', 'h100-80gb')),
+                       ('moonshotai__Kimi-K2.5', ('h200',))):
+        model = dict(name=name, serving=dict(tp_size=8), config=fixture_config(name))
+        cases += [(name, model, gpu, 8) for gpu in gpus]
+    good, checks = {}, []
+    for label, model, gpu, tp in cases:
+        rendered = flags.render(release, model, dict(max_running_requests=8), dict(
+            gpu_indices=list(range(tp)), compute_capability=hardware(gpu)['compute_capability'], gpu_name=gpu),
+            dict(model_path='/m', tp_size=tp))
+        good['quantization %s on %s (%s)' % (label, gpu, rendered['quantization']['format'])] = rendered
+        want = 'modelopt_fp4' if (label == 'nvfp4' and gpu.startswith('rtx-pro')) else None
+        argv = rendered['argv']
+        got = argv[argv.index('--quantization') + 1] if '--quantization' in argv else None
+        checks.append(('quantization %s on %s renders --quantization %s' % (label, gpu, want), got == want,
+                       'rendered %s' % got))
+    return good, checks
+
+
 def main():
     import sglang
     version = sglang.__version__
@@ -206,6 +247,8 @@ def main():
         tp = data['serving']['tp_size']
         good['profile %s (TP%d)' % (name, tp)] = flags.render(
             release, data, dict(max_running_requests=8), dict(gpu_indices=list(range(tp))), dict(model_path='/m'))
+    quant_good, quant_checks = quantization_paths(release)
+    good.update(quant_good)
     bad = {
         'abbreviated --speculative-algo': (['--model-path', '/m', '--speculative-algo', 'NEXTN'], 'abbreviation'),
         'old name --mamba-scheduler-strategy': (['--model-path', '/m', '--mamba-scheduler-strategy', 'extra_buffer'],
@@ -257,8 +300,12 @@ def main():
         ok = rules[name].rstrip('.') in source
         print('%s log line: %s %r' % ('PASS' if ok else 'FAIL', name, rules[name]))
         passed, failed = passed + ok, failed + (not ok)
-    # The release table's argparse facts for this release are the parser's own.
-    for name, ok, detail in table_matches_parser(release) + architectures_match_source(release):
+    # The release table's argparse facts for this release are the parser's own; its quantization rules cite the
+    # wheel's own lines and its parser-detection rules give SGLang's own verdicts (tests/sglang/release_rules.py).
+    srt = os.path.join(os.path.dirname(sglang.__file__), 'srt')
+    for name, ok, detail in (table_matches_parser(release) + architectures_match_source(release) +
+                             release_rules.quantization_rules_match_source(release, srt) +
+                             release_rules.detection_matches_sglang(release) + quant_checks):
         print('%s table: %s (%s)' % ('PASS' if ok else 'FAIL', name, detail))
         passed, failed = passed + ok, failed + (not ok)
     # The role's launcher hands the API keys to SGLang as a --config file: the pinned release must read them from it.

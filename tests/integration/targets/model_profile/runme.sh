@@ -31,6 +31,12 @@ mk() { python3 "${root}/tests/hub/make_model_repo.py" --mirrors "${hub}/mirrors"
 mk --repo meta-llama/Meta-Llama-3.1-8B --config-dir "${fixtures}/meta-llama__Meta-Llama-3.1-8B"
 mk --repo deepseek-ai/DeepSeek-V3 --config-dir "${fixtures}/deepseek-ai__DeepSeek-V3"
 mk --repo openai/gpt-oss-120b --config-dir "${fixtures}/openai__gpt-oss-120b"
+# gpt-oss-20b with its real chat template and tokenizer configuration (tests/fixtures/chat_templates): the parser
+# detection reads them through the Hub client.
+mkdir -p "${state}/gpt-oss-20b"
+cp "${fixtures}/openai__gpt-oss-20b/config.json" "${root}/tests/fixtures/chat_templates/openai__gpt-oss-20b/"*.j* \
+    "${state}/gpt-oss-20b/"
+mk --repo openai/gpt-oss-20b --config-dir "${state}/gpt-oss-20b"
 mkdir -p "${state}/unknown"
 python3 - "${fixtures}/meta-llama__Meta-Llama-3.1-8B/config.json" "${state}/unknown/config.json" <<'PY'
 import json, sys
@@ -81,6 +87,20 @@ for name, repo, family in (('meta-llama-3.1-8b', 'meta-llama/Meta-Llama-3.1-8B',
     print('%s: %s at %s, family %s, %d unverified' % (name, repo, head[:12], family, text.count('# unverified:')))
 spec = yaml.safe_load(open(os.path.join(out, 'deepseek-v3.yml')))['serving']['speculative']
 assert spec['algorithm'] == 'NEXTN' and spec['num_draft_tokens'] > 0, spec
+PY
+
+log "case parsers: the chat template read from the mirror picks what the pinned SGLang's auto would"
+profile -e profile_repo=openai/gpt-oss-20b >"${state}/gen.log" 2>&1 || { tail -n 30 "${state}/gen.log"; fail "profile gpt-oss-20b"; }
+python3 - "${out}/gpt-oss-20b.yml" <<'PY' || fail "the parsers of gpt-oss-20b"
+import re, sys, yaml
+text = open(sys.argv[1]).read()
+serving = yaml.safe_load(text)['serving']
+# No tokenizer.json in the repository: a rule that tests the vocabulary stays open, so auto is kept and the comment
+# names what the template gives.
+assert serving['reasoning_parser'] == serving['tool_call_parser'] == 'auto', serving
+flat = re.sub(r'\s*#\s+', ' ', text)
+assert 'unverified: gpt-oss (chat template rule gpt_oss), unless the vocabulary tests of rules apertus2509' in flat, text
+print('gpt-oss-20b: reasoning/tool parsers auto, the template gives gpt-oss (rule gpt_oss)')
 PY
 
 log "case log: the generated Llama-3.1-8B profile against a real start-up log"

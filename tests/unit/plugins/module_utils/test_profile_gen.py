@@ -99,15 +99,98 @@ def test_the_safetensors_index_sizes_the_checkpoint():
     assert profile['weights_bytes'] == 688586727753 and ('weights_bytes',) not in guesses
 
 
-def test_parsers_are_the_releases_auto_and_the_template_is_read():
-    template = {'chat_template': '{% if tools %}<tool_call>{% endif %}<think>'}
-    profile, guesses = pg.generate(dict(files('Qwen__Qwen3-32B'), tokenizer_config=template), RELEASE, repo='a/b')
-    assert 'auto' in RELEASE['choices']['reasoning_parser'] and 'auto' in RELEASE['choices']['tool_call_parser']
+TEMPLATES = os.path.join(ROOT, 'tests', 'fixtures', 'chat_templates')
+
+
+def template_files(name):
+    base = os.path.join(TEMPLATES, name)
+    out = {}
+    for key, file_name in (('tokenizer_config', 'tokenizer_config.json'), ('config', 'config.json')):
+        if os.path.exists(os.path.join(base, file_name)):
+            with open(os.path.join(base, file_name)) as handle:
+                out[key] = json.load(handle)
+    if os.path.exists(os.path.join(base, 'chat_template.jinja')):
+        with open(os.path.join(base, 'chat_template.jinja'), 'rb') as handle:
+            out['chat_template'] = handle.read().decode('utf-8')
+    return out
+
+
+def test_without_a_template_the_parsers_stay_auto_and_unverified():
+    profile, guesses = pg.generate(files('Qwen__Qwen3-32B'), RELEASE, repo='a/b')
     assert profile['serving']['reasoning_parser'] == profile['serving']['tool_call_parser'] == 'auto'
-    assert ('serving', 'reasoning_parser') not in guesses and ('serving', 'tool_call_parser') not in guesses
-    _p, guesses = pg.generate(dict(files('Qwen__Qwen3-32B'), tokenizer_config={'chat_template': 'plain'}),
-                              RELEASE, repo='a/b')
-    assert 'no <think>' in guesses[('serving', 'reasoning_parser')]
+    assert 'no chat template was read' in guesses[('serving', 'reasoning_parser')]
+
+
+def test_the_template_picks_the_parsers_sglang_auto_would_with_their_source():
+    # gpt-oss-20b's real chat_template.jinja with a complete vocabulary (a tokenizer.json of its added tokens).
+    got = template_files('openai__gpt-oss-20b')
+    tokens = [e['content'] for e in got['tokenizer_config']['added_tokens_decoder'].values()]
+    tokenizer = {'model': {'vocab': dict((t, i) for i, t in enumerate(tokens))}}
+    notes = {}
+    profile, guesses = pg.generate(dict(files('openai__gpt-oss-20b'), tokenizer=tokenizer, **got), RELEASE,
+                                   repo='openai/gpt-oss-20b', notes=notes)
+    assert profile['serving']['reasoning_parser'] == profile['serving']['tool_call_parser'] == 'gpt-oss'
+    assert ('serving', 'reasoning_parser') not in guesses
+    note = notes[('serving', 'tool_call_parser')]
+    assert 'resolves to gpt-oss: chat template rule gpt_oss (chat_template.jinja)' in note
+    assert note.startswith('sglang %s "auto"' % RELEASE['version'])
+    text = pg.to_yaml(profile, guesses, ['t'], notes)
+    assert '  # sglang %s "auto" resolves to gpt-oss' % RELEASE['version'] in text
+    assert yaml.safe_load(text) == profile
+
+
+def test_an_unread_vocabulary_keeps_auto_and_says_what_the_template_gives():
+    got = template_files('deepseek-ai__DeepSeek-R1-Distill-Qwen-32B')
+    profile, guesses = pg.generate(got, RELEASE, repo='deepseek-ai/DeepSeek-R1-Distill-Qwen-32B')
+    assert profile['serving']['tool_call_parser'] == 'auto'
+    why = guesses[('serving', 'tool_call_parser')]
+    assert why.startswith('deepseekv31 (chat template rule deepseek_v31), unless the vocabulary tests of rules '
+                          'apertus2509, kimi_k2 decide otherwise')
+    assert 'tokenizer.json was not read' in why
+
+
+def test_a_template_no_rule_matches_records_null_sglang_disables_it():
+    notes = {}
+    profile, guesses = pg.generate(dict(files('Qwen__Qwen3-32B'), tokenizer_config={'chat_template': 'plain'},
+                                        tokenizer={'model': {'vocab': {'plain': 0}}}), RELEASE, repo='a/b', notes=notes)
+    assert profile['serving']['reasoning_parser'] is None and profile['serving']['tool_call_parser'] is None
+    assert 'resolves to none: no rule matched the chat template: SGLang disables the parser' in notes[
+        ('serving', 'reasoning_parser')]
+
+
+def test_a_release_without_detection_rules_keeps_auto():
+    release = dict(RELEASE, detection=None)
+    profile, guesses = pg.generate(dict(files('Qwen__Qwen3-32B'), tokenizer_config={'chat_template': 'x'}), release,
+                                   repo='a/b')
+    assert profile['serving']['reasoning_parser'] == 'auto'
+    assert 'template detection is not in the release table' in guesses[('serving', 'reasoning_parser')]
+
+
+def test_quantization_is_left_to_the_flag_renderer():
+    # No serving.quantization: the renderer derives --quantization per GPU from the release table.
+    profile, _g = pg.generate(files('nvidia__Qwen3.5-122B-A10B-NVFP4'), RELEASE, repo='nvidia/Qwen3.5-122B-A10B-NVFP4')
+    assert 'quantization' not in profile['serving']
+    assert not hasattr(pg, 'QUANTIZATION_FLAG')
+
+
+def test_hf_quant_config_fills_a_config_without_quantization():
+    # nvidia/DeepSeek-V3.1-NVFP4 keeps its quantization in hf_quant_config.json only.
+    base = os.path.join(CONFIGS, 'nvidia__DeepSeek-V3.1-NVFP4')
+    with open(os.path.join(base, 'hf_quant_config.json')) as handle:
+        hf_quant = json.load(handle)
+    notes = {}
+    profile, _g = pg.generate(dict(files('nvidia__DeepSeek-V3.1-NVFP4'), hf_quant_config=hf_quant), RELEASE,
+                              repo='nvidia/DeepSeek-V3.1-NVFP4', notes=notes, tp_size=8)
+    quant = profile['config']['quantization_config']
+    assert quant['quant_algo'] == 'NVFP4' and quant['kv_cache_quant_algo'] == 'FP8'
+    assert 'from hf_quant_config.json' in notes[('config', 'quantization_config')]
+
+
+def test_a_quantization_in_no_format_is_noted_above_config():
+    config = dict(files('Qwen__Qwen3-32B')['config'], quantization_config={'quant_method': 'bitsandbytes'})
+    notes = {}
+    pg.generate(dict(config=config), RELEASE, repo='a/b', notes=notes)
+    assert 'quantization bitsandbytes is in no format' in notes[('config',)]
 
 
 def test_bulky_quantization_lists_are_dropped_and_the_rest_is_verbatim():

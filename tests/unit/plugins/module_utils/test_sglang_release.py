@@ -45,7 +45,8 @@ def refused(data, version=PIN, **kwargs):
 
 def test_the_real_table_loads():
     loaded = sr.load_table(TABLE)
-    assert sorted(loaded) == ['architectures', 'planner_families', 'releases']  # shared: only anchors, dropped
+    assert sorted(loaded) == ['architectures', 'parser_detection', 'planner_families', 'quantization_rules',
+                              'releases']  # shared: only anchors, dropped
     assert sorted(loaded['planner_families']) == ['apr', 'configurator']
     assert sr.known_versions(loaded) == ['0.5.9', '0.5.10', '0.5.11', '0.5.12', '0.5.15', '0.5.18', '0.5.20', '0.5.22',
                                          '0.5.23']
