@@ -20,11 +20,15 @@ import re
 import textwrap
 
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import PlanError, sized_facts
+from ansible_collections.llmops.inference.plugins.module_utils.weight_bytes import WeightBytesError, checkpoint_bytes
 
 COMMIT_RE = re.compile(r'^[0-9a-f]{40}$')
 NAME_RE = re.compile(r'^[a-z0-9][a-z0-9._-]*$')
-# quantization_config keys that only list module names (hundreds of entries): not planner facts.
+# quantization_config keys that only list module names (up to hundreds of entries). A list longer than BULKY is
+# dropped from the profile and its length recorded under trimmed_lists (weight_bytes then refuses to price the copy:
+# make profile records the computed weights_bytes from the full list instead); a short one stays verbatim.
 _BULKY_QUANT_KEYS = ('modules_to_not_convert', 'ignore', 'ignored_layers', 'exclude_modules')
+BULKY = 16
 # quant_method -> the --quantization SGLang needs on the command line (None: SGLang reads the checkpoint's
 # quantization_config itself). modelopt_fp4 is the one the seed's NVFP4 service passed explicitly.
 QUANTIZATION_FLAG = {'modelopt_fp4': 'modelopt_fp4', 'modelopt': 'modelopt_fp4'}
@@ -44,12 +48,18 @@ def slug(repo):
 
 
 def trimmed_config(config):
-    """config.json without the bulky module lists of quantization_config (everything else verbatim)."""
+    """config.json without the bulky module lists of quantization_config, their lengths under trimmed_lists
+    (everything else verbatim)."""
     out = json.loads(json.dumps(config))
     for scope in (out, out.get('text_config') if isinstance(out.get('text_config'), dict) else None):
         if scope and isinstance(scope.get('quantization_config'), dict):
-            for key in _BULKY_QUANT_KEYS:
-                scope['quantization_config'].pop(key, None)
+            quant = scope['quantization_config']
+            trimmed = dict((key, len(quant[key])) for key in _BULKY_QUANT_KEYS
+                           if isinstance(quant.get(key), list) and len(quant[key]) > BULKY)
+            for key in trimmed:
+                del quant[key]
+            if trimmed:
+                quant['trimmed_lists'] = trimmed
     return out
 
 
@@ -93,7 +103,7 @@ def _speculative(release, facts, guesses):
     return dict(num_draft_tokens=0)
 
 
-def generate(files, release, repo=None, revision=None, name=None, tp_size=None):
+def generate(files, release, repo=None, revision=None, name=None, tp_size=None, notes=None):
     """(profile dict, guesses: {(section, key) or (key,): why}) from the checkpoint's parsed JSON files.
 
     files:    dict with config (required: config.json), and optionally index (model.safetensors.index.json),
@@ -101,6 +111,8 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None):
     release:  sglang_release.release() of the pin (architecture families, parser choices, speculative defaults)
     repo / revision: the Hub repository and the commit the files came from (a branch is not a revision lock)
     tp_size:  the tensor-parallel size to record (the planner then checks it); default: 1, marked unverified
+    notes:    a dict to fill with {key path: comment} for facts that are not guesses (to_yaml writes them), e.g. a
+              weights_bytes computed from quantization_config in a validated format
     """
     config = files.get('config')
     if not isinstance(config, dict) or not config:
@@ -124,15 +136,7 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None):
         revision = None
     elif revision is None:
         guesses[('hf_revision',)] = 'no commit given: the deploy locks the branch to a commit on first use'
-    index = files.get('index') or {}
-    total = (index.get('metadata') or {}).get('total_size') if isinstance(index, dict) else None
-    weights = int(total) if total is not None else None
-    if weights is None and facts['quant_method']:
-        guesses[('weights_bytes',)] = ('quantized (%s) and no model.safetensors.index.json was read: set the '
-                                       'checkpoint size in bytes, the planner cannot size it from the parameter '
-                                       'count' % facts['quant_method'])
-    elif weights is None:
-        guesses[('weights_bytes',)] = 'no safetensors index was read: the planner counts parameters x dtype'
+    weights, weight_notes = _weights(files, config, facts, guesses)
     serving = dict(tp_size=tp_size or 1)
     if not tp_size:
         guesses[('serving', 'tp_size')] = 'not given: 1; plan other sizes with make plan -e llmops_tp_size=N'
@@ -143,7 +147,35 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None):
     serving['speculative'] = _speculative(release, facts, guesses)
     profile = dict(name=name, hf_repo=repo, hf_revision=revision, served_model_name=name, weights_bytes=weights,
                    serving=serving, config=trimmed_config(config))
+    if notes is not None:
+        notes.update(weight_notes)
     return profile, guesses
+
+
+def _weights(files, config, facts, guesses):
+    """(weights_bytes, notes): the index's total_size; else, for a quantized config, the size weight_bytes
+    computes from its quantization_config (a note says so, a guess when the format was never validated)."""
+    notes = {}
+    index = files.get('index') or {}
+    total = (index.get('metadata') or {}).get('total_size') if isinstance(index, dict) else None
+    if total is not None:
+        return int(total), notes
+    if not facts['quant_method']:
+        guesses[('weights_bytes',)] = 'no safetensors index was read: the planner counts parameters x dtype'
+        return None, notes
+    try:
+        computed = checkpoint_bytes(config, facts)
+    except WeightBytesError as exc:
+        guesses[('weights_bytes',)] = ('quantized (%s), no model.safetensors.index.json was read and the size cannot '
+                                       'be computed (%s): set the checkpoint size in bytes' % (facts['quant_method'], exc))
+        return None, notes
+    text = ('computed from quantization_config (no safetensors index was read): %s, %.1f GiB' % (
+        computed['format'], computed['total'] / float(1 << 30)))
+    if computed['validated']:
+        notes[('weights_bytes',)] = '%s. The format was validated against %s.' % (text, computed['validated'])
+    else:
+        guesses[('weights_bytes',)] = '%s. No real checkpoint of this format was compared.' % text
+    return computed['total'], notes
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -178,35 +210,40 @@ def _scalar(value):
     return json.dumps(text)
 
 
-def _emit(value, indent, lines, path, guesses):
+def _emit(value, indent, lines, path, guesses, notes=None):
     pad = '  ' * indent
+    notes = notes or {}
     if isinstance(value, dict):
         for key in value:
-            why = guesses.get(path + (key,))
-            if why:
-                lines.extend(textwrap.wrap('unverified: %s' % why, WIDTH - len(pad), initial_indent=pad + '# ',
-                                           subsequent_indent=pad + '#   ', break_on_hyphens=False))
+            for text in (notes.get(path + (key,)), guesses.get(path + (key,)) and 'unverified: %s' % guesses[path + (key,)]):
+                if text:
+                    lines.extend(textwrap.wrap(text, WIDTH - len(pad), initial_indent=pad + '# ',
+                                               subsequent_indent=pad + '#   ', break_on_hyphens=False))
             item = value[key]
             if isinstance(item, dict) and item:
                 lines.append('%s%s:' % (pad, _scalar(key)))
-                _emit(item, indent + 1, lines, path + (key,), guesses)
+                _emit(item, indent + 1, lines, path + (key,), guesses, notes)
             elif isinstance(item, list) and item and any(isinstance(i, (dict, list)) for i in item):
                 lines.append('%s%s:' % (pad, _scalar(key)))
                 for entry in item:
                     lines.append('%s  - %s' % (pad, json.dumps(entry, sort_keys=True)))
             elif isinstance(item, list):
-                lines.append('%s%s: [%s]' % (pad, _scalar(key), ', '.join(_scalar(i) for i in item)))
+                # A flow list wrapped at WIDTH (layer_types of a 60-layer model), continued under its first item.
+                head = '%s%s: [' % (pad, _scalar(key))
+                text = head + ', '.join(_scalar(i) for i in item) + ']'
+                lines.extend(textwrap.wrap(text, WIDTH, subsequent_indent=' ' * len(head), break_long_words=False,
+                                           break_on_hyphens=False) if len(text) > WIDTH else [text])
             elif isinstance(item, dict):
                 lines.append('%s%s: {}' % (pad, _scalar(key)))
             else:
                 lines.append('%s%s: %s' % (pad, _scalar(key), _scalar(item)))
 
 
-def to_yaml(profile, guesses, header):
-    """The profile as YAML text: the header comment lines, then the keys, each guess above its key."""
+def to_yaml(profile, guesses, header, notes=None):
+    """The profile as YAML text: the header comment lines, then the keys, each note and guess above its key."""
     lines = ['---']
     for line in header:
         lines.extend(textwrap.wrap(line, WIDTH, initial_indent='# ', subsequent_indent='#   ',
                                    break_on_hyphens=False) or ['#'])
-    _emit(profile, 0, lines, (), guesses)
+    _emit(profile, 0, lines, (), guesses, notes)
     return '\n'.join(lines) + '\n'
