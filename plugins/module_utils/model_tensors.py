@@ -213,9 +213,9 @@ def _moonvit(v):
     depth = v.get('vt_num_hidden_layers', 27)
     out += [(tower + 'encoder.blocks.N.' + name, shape, role, depth) for name, shape, role in block]
     wide, text = h * merge, v.get('text_hidden_size', h)
-    return out + _layernorm(tower + 'encoder.final_layernorm', h) + _layernorm('mm_projector.pre_norm', h) + [
-                  ('mm_projector.linear_1', (wide, wide), 'vision'), ('mm_projector.linear_1.bias', (wide,), 'vision'),
-                  ('mm_projector.linear_2', (text, wide), 'vision'), ('mm_projector.linear_2.bias', (text,), 'vision')]
+    projector = [('mm_projector.linear_1', (wide, wide), 'vision'), ('mm_projector.linear_1.bias', (wide,), 'vision'),
+                 ('mm_projector.linear_2', (text, wide), 'vision'), ('mm_projector.linear_2.bias', (text,), 'vision')]
+    return out + _layernorm(tower + 'encoder.final_layernorm', h) + _layernorm('mm_projector.pre_norm', h) + projector
 
 
 def vision(v):
@@ -233,8 +233,9 @@ def vision(v):
              ('mlp.linear_fc2.bias', (h,))] + [t[:2] for t in _layernorm('norm1', h) + _layernorm('norm2', h)]
     merge = v.get('spatial_merge_size', 2) ** 2
     out_h = v.get('out_hidden_size', h)
-    merger = [t[:2] for t in _layernorm('norm', h)] + [('linear_fc1', (h * merge, h * merge)), ('linear_fc1.bias', (h * merge,)),
-              ('linear_fc2', (out_h, h * merge)), ('linear_fc2.bias', (out_h,))]
+    merger = [t[:2] for t in _layernorm('norm', h)] + [
+        ('linear_fc1', (h * merge, h * merge)), ('linear_fc1.bias', (h * merge,)), ('linear_fc2', (out_h, h * merge)),
+        ('linear_fc2.bias', (out_h,))]
     mergers = 1 + len(v.get('deepstack_visual_indexes') or [])
     out = [('blocks.N.' + name, shape, 'vision', depth) for name, shape in block]
     out += [('patch_embed.proj', (h, v.get('in_channels', 3), v.get('temporal_patch_size', 2), v.get('patch_size', 16),

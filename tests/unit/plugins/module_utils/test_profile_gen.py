@@ -87,7 +87,7 @@ def test_the_computed_size_is_recorded_with_what_it_rests_on(name, total, valida
     profile, guesses = pg.generate(files(name), RELEASE, repo=repo_of(name), notes=notes)
     text = pg.to_yaml(profile, guesses, ['test'], notes)
     assert profile['weights_bytes'] == total
-    comment = text.split('\nweights_bytes:')[0].rsplit('\nserved_model_name:', 1)[1]
+    comment = text.split('\nweights_bytes:', maxsplit=1)[0].rsplit('\nserved_model_name:', 1)[1]
     assert 'computed from quantization_config' in comment
     assert ('# unverified:' in comment) is not validated
     assert ('validated against' in comment) is validated
