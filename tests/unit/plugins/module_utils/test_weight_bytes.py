@@ -24,6 +24,7 @@ from ansible_collections.llmops.inference.plugins.module_utils import model_tens
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils import weight_bytes as wb
+from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 GIB = float(1 << 30)
@@ -274,6 +275,10 @@ def test_the_planner_sizes_a_quantized_config_without_weights_bytes():
     parts = computed('deepseek-ai__DeepSeek-V3')
     expected = parts['parts']['language'] / 8.0 + parts['replicated'] * (1 - 1 / 8.0)
     assert result['weights_detail']['target_gib'] == round(expected / GIB, 3)
+    # The report says where the size came from; an unquantized plan keeps its rows as they were.
+    assert '| weights sized from | computed from quantization_config: fp8 block 128x128' in render_markdown(result, 'test')
+    plain = vp.plan(model_config=config('Qwen__Qwen3-32B'), gpu_profile=H200, tp_size=1, release=RELEASE)
+    assert 'weights sized from' not in render_markdown(plain, 'test')
     # An index total wins, unchanged.
     given = vp.plan(model_config=cfg, gpu_profile=H200, tp_size=8, release=RELEASE, weights_bytes=V3_FILE_BYTES)
     assert given['weights_detail']['source'] == 'weights_bytes'
