@@ -14,6 +14,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.llmops.inference.plugins.module_utils.model_tensors import layout as _layout
+
 # The sizes without which the planner cannot compute anything (the renderer needs none of them).
 SIZE_KEYS = ('hidden_size', 'num_hidden_layers', 'num_attention_heads')
 # The KV-cache families the planner sizes, each a set of architecture names in the release table
@@ -101,7 +103,8 @@ def model_facts(config, architectures):
     nextn_in_config, vision, multimodal; family (a FAMILIES name, None when the table names the architecture in
     none), attention ('mla' or 'mha'), kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, q_lora_rank (MLA),
     swa_layer_ids, n_swa, sliding_window (hybrid SWA: the sliding-window layers; full_layer_ids are then the others),
-    dense_layers (leading layers with a dense MLP in an MoE model).
+    dense_layers (leading layers with a dense MLP in an MoE model); layout (model_tensors.layout: the checkpoint's
+    per-architecture tensor details).
     """
     if config is None:
         config = {}
@@ -176,4 +179,5 @@ def model_facts(config, architectures):
         nextn_in_config=bool(nextn),
         vision=vision if isinstance(vision, dict) else None,
         multimodal=arch in architectures['multimodal'] or isinstance(vision, dict),
+        layout=_layout(text, config, arch, config.get('model_type')),
     )

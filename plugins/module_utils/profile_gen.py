@@ -22,11 +22,15 @@ import textwrap
 from ansible_collections.llmops.inference.plugins.module_utils import parser_detect
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import match_format, quant_config
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import PlanError, sized_facts
+from ansible_collections.llmops.inference.plugins.module_utils.weight_bytes import WeightBytesError, checkpoint_bytes
 
 COMMIT_RE = re.compile(r'^[0-9a-f]{40}$')
 NAME_RE = re.compile(r'^[a-z0-9][a-z0-9._-]*$')
-# quantization_config keys that only list module names (hundreds of entries): not planner facts.
+# quantization_config keys that only list module names (up to hundreds of entries). A list longer than BULKY is
+# dropped from the profile and its length recorded under trimmed_lists (weight_bytes then refuses to price the copy:
+# make profile records the computed weights_bytes from the full list instead); a short one stays verbatim.
 _BULKY_QUANT_KEYS = ('modules_to_not_convert', 'ignore', 'ignored_layers', 'exclude_modules')
+BULKY = 16
 
 
 class ProfileError(ValueError):
@@ -43,12 +47,18 @@ def slug(repo):
 
 
 def trimmed_config(config):
-    """config.json without the bulky module lists of quantization_config (everything else verbatim)."""
+    """config.json without the bulky module lists of quantization_config, their lengths under trimmed_lists
+    (everything else verbatim)."""
     out = json.loads(json.dumps(config))
     for scope in (out, out.get('text_config') if isinstance(out.get('text_config'), dict) else None):
         if scope and isinstance(scope.get('quantization_config'), dict):
-            for key in _BULKY_QUANT_KEYS:
-                scope['quantization_config'].pop(key, None)
+            quant = scope['quantization_config']
+            trimmed = dict((key, len(quant[key])) for key in _BULKY_QUANT_KEYS
+                           if isinstance(quant.get(key), list) and len(quant[key]) > BULKY)
+            for key in trimmed:
+                del quant[key]
+            if trimmed:
+                quant['trimmed_lists'] = trimmed
     return out
 
 
@@ -147,7 +157,8 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None, 
     release:  sglang_release.release() of the pin (architecture families, parser choices, speculative defaults)
     repo / revision: the Hub repository and the commit the files came from (a branch is not a revision lock)
     tp_size:  the tensor-parallel size to record (the planner then checks it); default: 1, marked unverified
-    notes:    a dict filled with {(section, key): where the value came from} (comments to_yaml writes, not guesses)
+    notes:    a dict filled with {key path: comment} for facts that are not guesses (to_yaml writes them): where a
+              parser came from, a weights_bytes computed from quantization_config
     """
     config = files.get('config')
     if not isinstance(config, dict) or not config:
@@ -173,15 +184,7 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None, 
         revision = None
     elif revision is None:
         guesses[('hf_revision',)] = 'no commit given: the deploy locks the branch to a commit on first use'
-    index = files.get('index') or {}
-    total = (index.get('metadata') or {}).get('total_size') if isinstance(index, dict) else None
-    weights = int(total) if total is not None else None
-    if weights is None and facts['quant_method']:
-        guesses[('weights_bytes',)] = ('quantized (%s) and no model.safetensors.index.json was read: set the '
-                                       'checkpoint size in bytes, the planner cannot size it from the parameter '
-                                       'count' % facts['quant_method'])
-    elif weights is None:
-        guesses[('weights_bytes',)] = 'no safetensors index was read: the planner counts parameters x dtype'
+    weights, weight_notes = _weights(files, config, facts, guesses)
     serving = dict(tp_size=tp_size or 1)
     if not tp_size:
         guesses[('serving', 'tp_size')] = 'not given: 1; plan other sizes with make plan -e llmops_tp_size=N'
@@ -191,7 +194,34 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None, 
     serving['speculative'] = _speculative(release, facts, guesses)
     profile = dict(name=name, hf_repo=repo, hf_revision=revision, served_model_name=name, weights_bytes=weights,
                    serving=serving, config=trimmed_config(config))
+    notes.update(weight_notes)
     return profile, guesses
+
+
+def _weights(files, config, facts, guesses):
+    """(weights_bytes, notes): the index's total_size; else, for a quantized config, the size weight_bytes
+    computes from its quantization_config (a note says so, a guess when the format was never validated)."""
+    notes = {}
+    index = files.get('index') or {}
+    total = (index.get('metadata') or {}).get('total_size') if isinstance(index, dict) else None
+    if total is not None:
+        return int(total), notes
+    if not facts['quant_method']:
+        guesses[('weights_bytes',)] = 'no safetensors index was read: the planner counts parameters x dtype'
+        return None, notes
+    try:
+        computed = checkpoint_bytes(config, facts)
+    except WeightBytesError as exc:
+        guesses[('weights_bytes',)] = ('quantized (%s), no model.safetensors.index.json was read and the size cannot '
+                                       'be computed (%s): set the checkpoint size in bytes' % (facts['quant_method'], exc))
+        return None, notes
+    text = ('computed from quantization_config (no safetensors index was read): %s, %.1f GiB' % (
+        computed['format'], computed['total'] / float(1 << 30)))
+    if computed['validated']:
+        notes[('weights_bytes',)] = '%s. The format was validated against %s.' % (text, computed['validated'])
+    else:
+        guesses[('weights_bytes',)] = '%s. No real checkpoint of this format was compared.' % text
+    return computed['total'], notes
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -226,18 +256,15 @@ def _scalar(value):
     return json.dumps(text)
 
 
-def _emit(value, indent, lines, path, guesses, notes):
+def _emit(value, indent, lines, path, guesses, notes=None):
     pad = '  ' * indent
+    notes = notes or {}
     if isinstance(value, dict):
         for key in value:
-            note = notes.get(path + (key,))
-            if note:
-                lines.extend(textwrap.wrap(note, WIDTH - len(pad), initial_indent=pad + '# ',
-                                           subsequent_indent=pad + '#   ', break_on_hyphens=False))
-            why = guesses.get(path + (key,))
-            if why:
-                lines.extend(textwrap.wrap('unverified: %s' % why, WIDTH - len(pad), initial_indent=pad + '# ',
-                                           subsequent_indent=pad + '#   ', break_on_hyphens=False))
+            for text in (notes.get(path + (key,)), guesses.get(path + (key,)) and 'unverified: %s' % guesses[path + (key,)]):
+                if text:
+                    lines.extend(textwrap.wrap(text, WIDTH - len(pad), initial_indent=pad + '# ',
+                                               subsequent_indent=pad + '#   ', break_on_hyphens=False))
             item = value[key]
             if isinstance(item, dict) and item:
                 lines.append('%s%s:' % (pad, _scalar(key)))
@@ -247,7 +274,11 @@ def _emit(value, indent, lines, path, guesses, notes):
                 for entry in item:
                     lines.append('%s  - %s' % (pad, json.dumps(entry, sort_keys=True)))
             elif isinstance(item, list):
-                lines.append('%s%s: [%s]' % (pad, _scalar(key), ', '.join(_scalar(i) for i in item)))
+                # A flow list wrapped at WIDTH (layer_types of a 60-layer model), continued under its first item.
+                head = '%s%s: [' % (pad, _scalar(key))
+                text = head + ', '.join(_scalar(i) for i in item) + ']'
+                lines.extend(textwrap.wrap(text, WIDTH, subsequent_indent=' ' * len(head), break_long_words=False,
+                                           break_on_hyphens=False) if len(text) > WIDTH else [text])
             elif isinstance(item, dict):
                 lines.append('%s%s: {}' % (pad, _scalar(key)))
             else:
@@ -260,5 +291,5 @@ def to_yaml(profile, guesses, header, notes=None):
     for line in header:
         lines.extend(textwrap.wrap(line, WIDTH, initial_indent='# ', subsequent_indent='#   ',
                                    break_on_hyphens=False) or ['#'])
-    _emit(profile, 0, lines, (), guesses, notes or {})
+    _emit(profile, 0, lines, (), guesses, notes)
     return '\n'.join(lines) + '\n'

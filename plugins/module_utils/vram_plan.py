@@ -25,6 +25,7 @@ import os
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import FAMILY_TEXT, ModelConfigError
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts as _model_facts
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import supported_architectures
+from ansible_collections.llmops.inference.plugins.module_utils import model_tensors as _mt
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import (
     GIB,
     SglangRuleError,
@@ -39,6 +40,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults i
     runtime_reserve_mib,
 )
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, check_choice
+from ansible_collections.llmops.inference.plugins.module_utils.weight_bytes import WeightBytesError, checkpoint_bytes
 
 MIB = 1 << 20
 # Bytes per element the planner knows; a dtype the release accepts but this table lacks is refused, not guessed.
@@ -136,59 +138,30 @@ def check_tp(facts, tp):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Parameter counts (Qwen3.5 / Qwen3-Next layout; checked against the model card's 122.1 B total)
+# Parameter counts (the tensor layout of model_tensors; checked against the model cards' totals)
 # --------------------------------------------------------------------------------------------------------------
 
-def _mla_params(f):
-    """DeepseekV2AttentionMLA: q (through q_lora_rank when set), the latent kv_a projection, kv_b and o."""
-    qk = f['qk_nope_head_dim'] + f['qk_rope_head_dim']
-    if f['q_lora_rank']:
-        q = f['hidden'] * f['q_lora_rank'] + f['q_lora_rank'] + f['q_lora_rank'] * f['heads'] * qk
-    else:
-        q = f['hidden'] * f['heads'] * qk
-    kv_a = f['hidden'] * (f['kv_lora_rank'] + f['qk_rope_head_dim']) + f['kv_lora_rank']
-    kv_b = f['kv_lora_rank'] * f['heads'] * (f['qk_nope_head_dim'] + f['v_head_dim'])
-    return q + kv_a + kv_b + f['heads'] * f['v_head_dim'] * f['hidden']
-
-
 def _attn_params(f):
-    if f['attention'] == 'mla':
-        return _mla_params(f)
-    q_out = f['heads'] * f['head_dim'] * (2 if f['attn_output_gate'] else 1)
-    kv = 2 * f['hidden'] * f['kv_heads'] * f['head_dim']
-    return f['hidden'] * q_out + kv + f['heads'] * f['head_dim'] * f['hidden'] + 2 * f['head_dim']
+    return _mt.params(_mt.attention(f))
 
 
 def _gdn_params(f):
-    key_dim, value_dim = f['lin_k_heads'] * f['lin_k_dim'], f['lin_v_heads'] * f['lin_v_dim']
-    conv_dim = 2 * key_dim + value_dim
-    return (f['hidden'] * (2 * key_dim + 2 * value_dim) + f['hidden'] * 2 * f['lin_v_heads'] + conv_dim * f['conv_kernel']
-            + 2 * f['lin_v_heads'] + f['lin_v_dim'] + value_dim * f['hidden'])
+    return _mt.params(_mt.gdn(f))
 
 
 def _expert_params(f):
-    return 3 * f['hidden'] * f['moe_inter']
+    return _mt.params(_mt.expert(f))
 
 
 def _mlp_parts(f):
     """(shared-by-all-tokens params, one routed expert) of one decoder layer's MLP."""
     if f['experts']:
-        shared = 3 * f['hidden'] * f['shared_inter'] + (f['hidden'] if f['shared_inter'] else 0)
-        return shared + f['experts'] * f['hidden'], _expert_params(f)
-    return 3 * f['hidden'] * f['dense_inter'], 0
+        return _mt.params(_mt.moe_shared(f)), _expert_params(f)
+    return _mt.params(_mt.dense_mlp(f)), 0
 
 
 def _vision_params(v):
-    if not v:
-        return 0
-    h = v.get('hidden_size', 1152)
-    inter = v.get('intermediate_size', 4 * h)
-    block = h * 3 * h + 3 * h + h * h + h + h * inter + inter + inter * h + h + 4 * h
-    merge = v.get('spatial_merge_size', 2) ** 2
-    merger = 2 * h + (h * merge) ** 2 + h * merge + h * merge * v.get('out_hidden_size', h) + v.get('out_hidden_size', h)
-    patch = v.get('in_channels', 3) * v.get('temporal_patch_size', 2) * v.get('patch_size', 16) ** 2 * h + h
-    return (block * v.get('depth', v.get('num_hidden_layers', 24)) + patch + v.get('num_position_embeddings', 0) * h
-            + merger * (1 + len(v.get('deepstack_visual_indexes') or [])))
+    return _mt.params(_mt.vision(v))
 
 
 def param_counts(f):
@@ -228,24 +201,49 @@ def param_counts(f):
     )
 
 
-def weights_per_rank(f, counts, tp, weights_bytes, spec, language_only=False):
-    """Bytes of target and draft weights one TP rank holds, and the bytes/param used."""
+def computed_weights(config, facts):
+    """weight_bytes.checkpoint_bytes() of a quantized config, or (None, why not) for weights_per_rank's refusal."""
+    try:
+        return checkpoint_bytes(config, facts), None
+    except WeightBytesError as exc:
+        return None, str(exc)
+
+
+def weights_per_rank(f, counts, tp, weights_bytes, spec, language_only=False, computed=None, why_not=None):
+    """Bytes of target and draft weights one TP rank holds, and the bytes/param used.
+
+    weights_bytes (the safetensors index's total_size) wins; else a quantized config is sized by ``computed``
+    (weight_bytes.checkpoint_bytes: each part in its stored format); else parameters x the config dtype.
+    """
     checkpoint_params = counts['language'] + counts['vision'] + counts['mtp']
-    if weights_bytes:
-        bpp = float(weights_bytes) / checkpoint_params
-        source = 'weights_bytes'
-    elif f['quant_method']:
-        raise PlanError('%s is quantized (quant_method=%s): give weights_bytes (or model_path with a safetensors index); '
-                        'parameter counts cannot size it' % (f['arch'], f['quant_method']))
-    else:
-        bpp = float(DTYPE_BYTES.get(f['dtype'], 2))
-        source = 'config (%s, %d B/param)' % (f['dtype'], bpp)
     kv_extra = 0
     if f['attention'] == 'mha' and f['kv_heads'] < tp:
         # Each rank holds one whole KV head instead of kv_heads/tp of them.
         kv_extra = f['n_full'] * counts['kv_proj_per_layer'] * (1 - float(f['kv_heads']) / tp)
-    replicated = counts['replicated'] * (1 - 1.0 / tp) + kv_extra
     vision = 0 if language_only else counts['vision']
+    if not weights_bytes and f['quant_method'] and computed:
+        parts = computed['parts']
+        # The KV heads replicated beyond their share are priced like the rest of the language model.
+        language_bpp = float(parts['language']) / counts['language']
+        replicated = computed['replicated'] * (1 - 1.0 / tp) + kv_extra * language_bpp
+        target = (parts['language'] + (0 if language_only else parts['vision'])) / float(tp) + replicated
+        draft = parts['mtp'] / float(tp) if spec else 0.0
+        source = 'computed from quantization_config: %s, %s' % (
+            computed['format'], 'validated against %s' % computed['validated'] if computed['validated']
+            else 'unverified (no real checkpoint of this format was compared)')
+        return dict(target=target, draft=draft, bytes_per_param=float(computed['total']) / checkpoint_params,
+                    source=source)
+    if weights_bytes:
+        bpp = float(weights_bytes) / checkpoint_params
+        source = 'weights_bytes'
+    elif f['quant_method']:
+        raise PlanError('%s is quantized (quant_method=%s) and its size cannot be computed (%s): give weights_bytes '
+                        '(or model_path with a safetensors index)' % (f['arch'], f['quant_method'],
+                                                                      why_not or 'no quantization_config was read'))
+    else:
+        bpp = float(DTYPE_BYTES.get(f['dtype'], 2))
+        source = 'config (%s, %d B/param)' % (f['dtype'], bpp)
+    replicated = counts['replicated'] * (1 - 1.0 / tp) + kv_extra
     target = ((counts['language'] + vision) / float(tp) + replicated) * bpp
     draft = counts['mtp'] / float(tp) * bpp if spec else 0.0
     return dict(target=target, draft=draft, bytes_per_param=bpp, source=source)
@@ -440,8 +438,11 @@ def _plan(p):
     # --- memory before / after loading -------------------------------------------------------------------------
     counts = param_counts(facts)
     calibrated_both = p['free_memory_before_load_gib'] is not None and p['free_memory_after_load_gib'] is not None
+    computed, why_not = (None, None)
+    if not p['weights_bytes'] and facts['quant_method']:
+        computed, why_not = computed_weights(p['model_config'], facts)
     try:
-        w = weights_per_rank(facts, counts, tp, p['weights_bytes'], spec, p['language_only'])
+        w = weights_per_rank(facts, counts, tp, p['weights_bytes'], spec, p['language_only'], computed, why_not)
     except PlanError:
         if not calibrated_both:
             raise

@@ -53,6 +53,11 @@ def summary_rows(plan):
         ('sglang', '%s (%s rules)' % (plan['sglang_version'], plan['sglang_rules'])),
         ('mem_fraction_static', frac_text),
         ('weights / GPU', weights_text),
+    ]
+    if not str(weights['source']).startswith('config'):
+        # A quantized checkpoint: say whether the size is the index's total or computed (and how sure that is).
+        rows.append(('weights sized from', weights['source']))
+    rows += [
         ('free before load / budget', '%.1f GiB / %.1f GiB (%s)' % (
             plan['free_before_load_gib'], plan['static_budget_gib'], plan['free_memory_source'])),
     ]

@@ -21,6 +21,9 @@ description:
   - The reasoning and tool-call parsers are what the pinned SGLang's C(auto) resolves them to from the chat template
     (its template-detection rules, as data in the release table), each with a comment saying which rule decided;
     C(auto) with a C(# unverified:) comment when no template was read or an unread vocabulary leaves a rule open.
+  - Without a safetensors index, a quantized checkpoint's C(weights_bytes) is computed from its
+    C(quantization_config) and tensor layout (FP8 block, MXFP4, NVFP4, compressed-tensors INT4/INT8, GPTQ, AWQ); a
+    comment says so, and it is marked unverified unless that format was checked against a real checkpoint.
   - Everything it had to guess is written as a C(# unverified:) comment above its key.
   - An architecture that no planner family of the release table names is refused with the list of supported ones.
   - An existing profile with other content is never replaced unless O(force=true); check mode reports the change

@@ -128,7 +128,10 @@ options:
   weights_bytes:
     description:
       - Checkpoint size in bytes (all shards, MTP and vision included). Otherwise taken from O(model_path)'s safetensors
-        index, else computed from the config's parameter count (unquantized checkpoints only).
+        index, else computed - from the config's parameter count x dtype, or for a quantized checkpoint from its
+        C(quantization_config) and tensor layout (FP8 block, MXFP4, NVFP4, compressed-tensors INT4/INT8, GPTQ, AWQ;
+        C(weights_detail.source) of the plan says which and whether that format was validated). Another
+        C(quant_method) is refused.
     type: int
   free_memory_before_load_gib:
     description:

@@ -18,6 +18,7 @@ from ansible_collections.llmops.inference.plugins.module_utils import profile_ge
 from ansible_collections.llmops.inference.plugins.module_utils import profile_schema
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils import weight_bytes as wb
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 CONFIGS = os.path.join(ROOT, 'tests', 'fixtures', 'hf_configs')
@@ -53,8 +54,9 @@ GENERATED = [
 
 @pytest.mark.parametrize('name, family, tp', GENERATED)
 def test_a_generated_profile_loads_keeps_its_facts_and_plans(name, family, tp):
-    profile, guesses = pg.generate(files(name), RELEASE, repo=repo_of(name), revision='main', tp_size=tp)
-    text = pg.to_yaml(profile, guesses, ['test'])
+    notes = {}
+    profile, guesses = pg.generate(files(name), RELEASE, repo=repo_of(name), revision='main', tp_size=tp, notes=notes)
+    text = pg.to_yaml(profile, guesses, ['test'], notes)
     loaded = yaml.safe_load(text)
     assert loaded == profile
     assert profile_schema.check_model(profile['name'], loaded) == []
@@ -62,17 +64,61 @@ def test_a_generated_profile_loads_keeps_its_facts_and_plans(name, family, tp):
     facts = vp.sized_facts(loaded['config'], RELEASE)
     assert facts['family'] == family
     spec = loaded['serving']['speculative']
-    weights = None
     if facts['quant_method']:
-        # No safetensors index in the fixtures: a quantized profile says so, and the planner needs the size.
-        assert ('weights_bytes',) in guesses and 'quantized' in guesses[('weights_bytes',)]
-        with pytest.raises(vp.PlanError):
-            vp.plan(model_config=loaded['config'], gpu_profile=H200, tp_size=tp, release=RELEASE,
-                    speculative_num_draft_tokens=spec['num_draft_tokens'])
-        weights = int(vp.param_counts(facts)['language'])  # ~1 byte per parameter: fp8 / mxfp4 with scales
+        # No safetensors index in the fixtures: the size is computed from quantization_config and said so.
+        computed = wb.checkpoint_bytes(files(name)['config'], facts)
+        assert loaded['weights_bytes'] == computed['total']
+        assert 'computed from quantization_config' in (notes.get(('weights_bytes',)) or guesses[('weights_bytes',)])
+    else:
+        assert loaded['weights_bytes'] is None
     result = vp.plan(model_config=loaded['config'], gpu_profile=H200, tp_size=tp, release=RELEASE,
-                     speculative_num_draft_tokens=spec['num_draft_tokens'], weights_bytes=weights)
+                     speculative_num_draft_tokens=spec['num_draft_tokens'], weights_bytes=loaded['weights_bytes'])
     assert result['family'] == family and result['kv_cache_tokens'] > 0
+
+
+@pytest.mark.parametrize('name, total, validated', [
+    # fp8 block 128x128, validated: the note is a plain comment, not a guess.
+    ('deepseek-ai__DeepSeek-V3', 688574839360, True),
+    # modelopt NVFP4, never compared with a real checkpoint: a guess.
+    ('nvidia__Qwen3.5-397B-A17B-NVFP4', 251135201248, False),
+])
+def test_the_computed_size_is_recorded_with_what_it_rests_on(name, total, validated):
+    notes = {}
+    profile, guesses = pg.generate(files(name), RELEASE, repo=repo_of(name), notes=notes)
+    text = pg.to_yaml(profile, guesses, ['test'], notes)
+    assert profile['weights_bytes'] == total
+    comment = text.split('\nweights_bytes:', maxsplit=1)[0].rsplit('\nserved_model_name:', 1)[1]
+    assert 'computed from quantization_config' in comment
+    assert ('# unverified:' in comment) is not validated
+    assert ('validated against' in comment) is validated
+
+
+def test_a_trimmed_profile_config_is_not_priced_but_its_recorded_size_plans():
+    profile, _g = pg.generate(files('nvidia__Qwen3.5-397B-A17B-NVFP4'), RELEASE, repo='nvidia/Qwen3.5-397B-A17B-NVFP4',
+                              tp_size=8)
+    quant = profile['config']['quantization_config']
+    assert 'ignore' not in quant and quant['trimmed_lists'] == {'ignore': 184}
+    with pytest.raises(vp.PlanError) as err:
+        vp.plan(model_config=profile['config'], gpu_profile=H200, tp_size=8, release=RELEASE)
+    assert 'trimmed_lists' in str(err.value) and 'give weights_bytes' in str(err.value)
+    result = vp.plan(model_config=profile['config'], gpu_profile=H200, tp_size=8, release=RELEASE,
+                     weights_bytes=profile['weights_bytes'])
+    assert result['weights_detail']['source'] == 'weights_bytes'
+
+
+def test_a_short_ignore_list_stays_and_the_profile_config_prices_alone():
+    profile, _g = pg.generate(files('moonshotai__Kimi-K2.5'), RELEASE, repo='moonshotai/Kimi-K2.5', tp_size=8)
+    quant = profile['config']['text_config']['quantization_config']
+    assert len(quant['ignore']) == 4 and 'trimmed_lists' not in quant
+    result = vp.plan(model_config=profile['config'], gpu_profile=H200, tp_size=8, release=RELEASE)
+    assert result['weights_detail']['source'].startswith('computed from quantization_config: compressed-tensors int4')
+
+
+def test_an_unknown_quantization_is_a_guess_naming_what_is_priced():
+    config = dict(files('Qwen__Qwen3-32B')['config'], quantization_config={'quant_method': 'bitsandbytes'})
+    profile, guesses = pg.generate(dict(config=config), RELEASE, repo='a/b')
+    assert profile['weights_bytes'] is None
+    assert "quant_method 'bitsandbytes'" in guesses[('weights_bytes',)] and 'fp8, mxfp4' in guesses[('weights_bytes',)]
 
 
 def test_mtp_layers_give_nextn_with_the_release_defaults():
@@ -198,6 +244,7 @@ def test_bulky_quantization_lists_are_dropped_and_the_rest_is_verbatim():
     profile, _g = pg.generate(dict(config=original), RELEASE, repo='Qwen/Qwen3-235B-A22B-FP8')
     quant = profile['config']['quantization_config']
     assert 'modules_to_not_convert' not in quant and quant['weight_block_size'] == [128, 128]
+    assert quant['trimmed_lists'] == {'modules_to_not_convert': len(original['quantization_config']['modules_to_not_convert'])}
     assert dict((k, v) for k, v in profile['config'].items() if k != 'quantization_config') == dict(
         (k, v) for k, v in original.items() if k != 'quantization_config')
 
