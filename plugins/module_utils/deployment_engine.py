@@ -31,7 +31,7 @@ _PLAN_VARIABLE = {
 }
 # Pre-checks that are this collection's own refusals, not SGLang's start-up validations (SGLang would hang or
 # misbehave instead of refusing).
-_COLLECTION_CHECKS = ('nccl_broken', 'gpu_count', 'mtp_layers')
+_COLLECTION_CHECKS = ('nccl_broken', 'gpu_count', 'mtp_layers', 'dp_attention', 'draft_path')
 # The fix for a planner refusal that names a setting, when the planner gives none.
 _PLAN_FIX = {
     'llmops_context_length': 'lower llmops_context_length to at most the model maximum the message names (or null)',
@@ -50,7 +50,8 @@ _CHECK_VARIABLE = {
     'context_length': 'llmops_context_length', 'trtllm_topk': 'llmops_attention_backend',
     'spec_v2_topk': 'llmops_speculative_num_steps', 'pp_spec': 'llmops_speculative_num_draft_tokens',
     'fa3_blackwell': 'llmops_attention_backend', 'gdn_blackwell_backend': 'llmops_attention_backend',
-    'parser': 'llmops_extra_args',
+    'parser': 'llmops_extra_args', 'draft_context_length': 'llmops_context_length',
+    'dp_attention': 'llmops_dp_size', 'draft_path': 'llmops_model_profile',
 }
 
 
@@ -70,9 +71,18 @@ def plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps):
         # With the radix cache on, the mamba pool is sized from memory and caps the running requests, so asking for
         # the target yields what the pools hold. With it off SGLang sizes the pool from max_running_requests itself:
         # leave it to SGLang's own estimate (the plan then says what that is).
+        # Under DP attention SGLang splits an explicit value over the workers: the target is per worker.
         max_running_requests=pick(settings['llmops_max_running_requests'],
-                                  MAX_RUNNING_REQUESTS_TARGET if settings['llmops_radix_cache'] else None),
+                                  MAX_RUNNING_REQUESTS_TARGET * max(1, settings['llmops_dp_size'] or 1)
+                                  if settings['llmops_radix_cache'] else None),
         speculative_num_draft_tokens=draft, speculative_num_steps=steps if draft else None,
+        speculative_eagle_topk=settings.get('_speculative_eagle_topk'),
+        speculative_algorithm=settings.get('_speculative_algorithm'),
+        draft_model_config=settings.get('_draft_model_config'),
+        dp_size=settings['llmops_dp_size'], enable_dp_attention=settings['llmops_enable_dp_attention'],
+        max_mamba_cache_size=settings['llmops_max_mamba_cache_size'],
+        mamba_full_memory_ratio=settings['llmops_mamba_full_memory_ratio'],
+        attention_backend=settings['llmops_attention_backend'],
         mamba_ssm_dtype=None if settings['llmops_mamba_ssm_dtype'] == 'auto' else settings['llmops_mamba_ssm_dtype'],
         kv_cache_dtype=settings['llmops_kv_cache_dtype'], page_size=settings['llmops_page_size'],
         radix_cache=settings['llmops_radix_cache'], mamba_strategy=settings['llmops_mamba_strategy'],
@@ -90,7 +100,8 @@ def run_plan(ctx, settings, inputs, problems):
     except vram_plan.PlanError as exc:
         name = _PLAN_VARIABLE.get(exc.kind, 'llmops_model_profile')
         text, planner_fix = split_fix(str(exc))
-        for needle, candidate in (('overlap', 'llmops_disable_overlap_schedule'),
+        named = (getattr(exc, 'details', None) or {}).get('variable')
+        for needle, candidate in () if named else (('overlap', 'llmops_disable_overlap_schedule'),
                                   ('context_length', 'llmops_context_length'),
                                   ('mem_fraction_static', 'llmops_mem_fraction_static'),
                                   ('mamba_ssm_dtype', 'llmops_mamba_ssm_dtype'), ('kv_cache_dtype', 'llmops_kv_cache_dtype'),
@@ -99,6 +110,7 @@ def run_plan(ctx, settings, inputs, problems):
             if needle in text and exc.kind in ('sglang', 'input', 'weights'):
                 name = candidate
                 break
+        name = named or name
         value = settings.get(name, NOVALUE) if name in settings else NOVALUE
         if exc.kind == 'weights':
             fix = ('use a larger llmops_tp_size, a smaller (quantized) checkpoint, or raise llmops_mem_fraction_static '
@@ -124,6 +136,11 @@ def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_fac
         model_path=model_facts['path'], served_model_name=model_facts['served_model_name'],
         host=settings['llmops_http_host'], port=settings['llmops_http_port'], tp_size=tp,
         speculative_num_draft_tokens=draft, speculative_num_steps=steps if draft else None,
+        speculative_eagle_topk=settings.get('_speculative_eagle_topk'),
+        speculative_draft_model_path=settings.get('_draft_model_path'),
+        dp_size=settings['llmops_dp_size'], enable_dp_attention=settings['llmops_enable_dp_attention'],
+        max_mamba_cache_size=settings['llmops_max_mamba_cache_size'],
+        mamba_full_memory_ratio=settings['llmops_mamba_full_memory_ratio'],
         radix_cache=settings['llmops_radix_cache'], mamba_strategy=settings['llmops_mamba_strategy'],
         disable_overlap_schedule=settings['llmops_disable_overlap_schedule'], page_size=settings['llmops_page_size'],
         chunked_prefill_size=settings['llmops_chunked_prefill_size'],
@@ -141,6 +158,9 @@ def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_fac
     plan_values = dict((key, plan.get(key)) for key in ('mem_fraction_static', 'max_running_requests',
                                                         'context_length', 'chunked_prefill_size')
                        if plan and plan.get(key) is not None)
+    if plan and plan.get('max_running_requests_total') is not None:
+        # The command line states the total; SGLang gives each DP worker total // dp (kv_cache_configurator.py:3128).
+        plan_values['max_running_requests'] = plan['max_running_requests_total']
     try:
         result = sglang_flags.render(release, model, plan_values, host, server)
     except sglang_flags.FlagError as exc:

@@ -262,7 +262,7 @@ def mamba_pool(release, rest_gib, per_slot, ratio, spec_draft_tokens, max_runnin
     per DP worker), spec_state_bytes, pool_bytes (charged), rest_gib (left for the KV cache) and mode
     (explicit / from_max_running_requests / memory).
 
-    0.5.23 (mem_cache/kv_cache_configurator.py:3229-3409), three modes:
+    The pinned release (mem_cache/kv_cache_configurator.py:3229-3409), three modes:
     1. --max-mamba-cache-size given (:3303-3324): K = max_mamba_cache_size // attn_dp_size; with spec it reserves
        per_slot x (min(max(1, max_running // attn_dp_size), K // ratio) + 1) x D;
     2. radix cache off and max_running_requests set (:3325-3344): K = max(1, max_running // attn_dp_size); spec
@@ -333,7 +333,7 @@ def kv_tokens(rest_gib, cell_bytes, page_size):
 def max_running_requests(release, tokens, context_length, requested, mamba_slots, ratio, attn_dp_size=1):
     """resolve_max_num_reqs (configurator) / _resolve_max_num_reqs (apr). Returns (value per DP worker, what bound it).
 
-    0.5.23 (mem_cache/kv_cache_configurator.py:3119-3172): an explicit value (or the speculative default 48) is split
+    The pinned release (mem_cache/kv_cache_configurator.py:3119-3172): an explicit value (or the speculative default 48) is split
     over the DP workers, max(1, requested // attn_dp_size) (:3128), then capped by tokens // 2; the unset estimate
     (2048..4096) is per worker already and not divided.
     """

@@ -5,7 +5,7 @@
 """Where SGLang lays a server out before it sizes memory: DP attention, page size, DSA, speculative parameters.
 
 PRIVATE to the collection. Pure functions of one resolved release (sglang_release.release(); the facts are data in
-profiles/sglang_releases.yml) and the model facts (model_config.model_facts). Each rule names the SGLang 0.5.23
+profiles/sglang_releases.yml) and the model facts (model_config.model_facts). Each rule names the pinned SGLang
 source it mirrors (paths under sglang/srt/; docs/dev/sglang-memory.md explains them):
 
 * ``attention_parallel``: the attention-TP width under DP attention and SGLang's refusals of the layout;

@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """An EAGLE-3 draft with its own checkpoint (--speculative-draft-model-path): its facts, weights and KV cache.
 
-PRIVATE to the collection. Pure, stdlib only. The planner (vram_plan) asks three things of a draft, each as SGLang
-0.5.23 does it (paths under sglang/srt/; docs/dev/sglang-memory.md section 5.3):
+PRIVATE to the collection. Pure, stdlib only. The planner (vram_plan) asks three things of a draft, each as the pinned SGLang
+release does it (paths under sglang/srt/; docs/dev/sglang-memory.md section 5.3):
 
 * ``draft_facts``: the draft config.json as model_config facts, refused unless it is a draft class the planner sizes
   (release architectures.eagle3_draft) for an algorithm that takes a draft path;

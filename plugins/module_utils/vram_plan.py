@@ -767,6 +767,16 @@ def limits(result):
         lines.append('max_running_requests %d is SGLang\'s estimate from KV tokens and context length' % running)
     else:
         lines.append('max_running_requests %d as requested' % running)
+    dp = result.get('attn_dp_size', 1)
+    if dp > 1:
+        lines.append('DP attention: %d workers of %d GPU(s) (attention TP %d), each with its own KV pool: %d requests and '
+                     '%d KV tokens per worker, %d and %d in total; --max-running-requests states the total'
+                     % (dp, result['attn_tp_size'], result['attn_tp_size'], running, result['kv_cache_tokens'],
+                        result['max_running_requests_total'], result['kv_cache_tokens_total']))
+    draft = (result.get('speculative') or {}).get('draft')
+    if draft and result.get('draft_kv_outside_budget_gib', 0) > 0:
+        lines.append('the EAGLE-3 draft\'s KV takes %.2f GiB more than the cell priced for it (its own per-layer size '
+                     'is larger than the target\'s): paid from the headroom' % result['draft_kv_outside_budget_gib'])
     for row in result['max_context_at_concurrency']:
         if row['bound_by'] == 'kv_cache':
             lines.append('at %d concurrent requests the KV cache (%d tokens) limits each request to %d tokens'
@@ -834,7 +844,9 @@ def recommend(inputs, base):
                 'upstream CI runs Qwen3.5 MTP this way' % (per_slot_mib, per_slot_mib / 2),
                 mamba_ssm_dtype='bfloat16')
     if inputs.get('max_running_requests') is None and base['speculative']['enabled']:
-        cap = base['mamba_cache_slots'] // base['mamba_slots_per_request'] if base['mamba_cache_slots'] else None
+        # Under DP attention the flag is the total over the workers (each gets value // dp).
+        cap = (base['mamba_cache_slots'] // base['mamba_slots_per_request'] * base.get('attn_dp_size', 1)
+               if base['mamba_cache_slots'] else None)
         spec_default = inputs['release']['defaults']['speculative_max_running_requests']
         if cap and cap > spec_default:
             attempt(['--max-running-requests', str(cap)], 'MTP silently resets max_running_requests to %d; the mamba '
