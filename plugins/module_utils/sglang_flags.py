@@ -27,6 +27,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.model_config impo
     model_facts,
 )
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import resolve_mamba_strategy
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_layout import LayoutError, speculative_params
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, check_choice
 
 # SGLang's names for the mamba strategy flag, in any release: only the release's own may appear in extra args.
@@ -51,10 +52,18 @@ def _pick(*values):
     return None
 
 
-def speculative_settings(model, draft_tokens=None, steps=None, topk=None, algorithm=None):
-    """MTP settings from the profile with overrides; None when speculative decoding is off."""
+def speculative_settings(model, draft_tokens=None, steps=None, topk=None, algorithm=None, release=None, arch=None):
+    """MTP settings from the profile with overrides; None when speculative decoding is off.
+
+    A profile that names the algorithm but no draft tokens gets SGLang's auto choice for the target architecture
+    (sglang_layout.speculative_params, given ``release`` and ``arch``), rendered explicitly.
+    """
     spec = dict(((model or {}).get('serving') or {}).get('speculative') or {})
     draft = _pick(draft_tokens, spec.get('num_draft_tokens'))
+    if draft is None and spec.get('algorithm') and release is not None:
+        steps_a, topk_a, draft = speculative_params(release, arch, spec['algorithm'], _pick(steps, spec.get('num_steps')),
+                                                    _pick(topk, spec.get('eagle_topk')))
+        steps, topk = _pick(steps, steps_a), _pick(topk, topk_a)
     if not draft:
         return None
     return dict(
@@ -137,9 +146,12 @@ def render(release, model, plan=None, host=None, server=None):
     pp = int(_pick(server.get('pp_size'), 1))
     nnodes = int(_pick(host.get('nnodes'), 1))
     node_rank = host.get('node_rank')
-    spec = speculative_settings(model, server.get('speculative_num_draft_tokens'),
-                                server.get('speculative_num_steps'), server.get('speculative_eagle_topk'),
-                                server.get('speculative_algorithm'))
+    try:
+        spec = speculative_settings(model, server.get('speculative_num_draft_tokens'),
+                                    server.get('speculative_num_steps'), server.get('speculative_eagle_topk'),
+                                    server.get('speculative_algorithm'), release, facts['arch'])
+    except LayoutError as exc:
+        raise FlagError(str(exc))
     radix = _pick(server.get('radix_cache'), True)
     page_size = _pick(server.get('page_size'), plan.get('page_size_explicit'))
     chunked = server.get('chunked_prefill_size')

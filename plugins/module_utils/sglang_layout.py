@@ -36,7 +36,7 @@ def attention_parallel(release, tp_size, dp_size=1, enable_dp_attention=False):
     parallel_hook.py:285-286 refuses attn_dp_size < 1 and :326 asserts tp % attn_dp_size == 0. --dp-size without
     the flag is N data-parallel replicas of the whole server (N x tp GPUs), which the collection does not deploy.
     """
-    dp = int(dp_size or 1)
+    dp = 1 if dp_size is None else int(dp_size)
     if dp < 1:
         raise LayoutError('dp_size %d: SGLang refuses it ("--attn-dp-size must be positive") (fix: dp_size: 1 (no DP '
                           'attention) or a divisor of tp_size %d)' % (dp, tp_size), 'llmops_dp_size')
@@ -126,8 +126,9 @@ def default_page_size(release, facts, page_size, compute_capability, attention_b
     * SM100 (major 10, utils/common.py:309-312), attention backend unset:
       - Qwen3-Next / Qwen3.5 multimodal archs (model_overrides/qwen3_5.py:17-49): trtllm_mha (spec topk <= 1) and page
         64 unless (no extra buffer, radix on, no spec), else triton and page 1 - given page sizes are overridden;
-      - other MHA archs: get_default_attn_backend picks trtllm_mha for topk <= 1 (model_override_base.py:312-325),
-        whose page must be 16/32/64/128, else 64 (overrides.py:1176-1188);
+      - other MHA archs (text-only Qwen3.5 included): get_default_attn_backend picks trtllm_mha for topk <= 1
+        (model_override_base.py:312-325; gpt-oss's own override always, model_overrides/gpt_oss.py:29-31), whose
+        page must be 16/32/64/128, else 64 (overrides.py:1176-1188);
       - the DeepSeek family without DSA: trtllm_mla (deepseek_v2.py:176-186), page 32/64, else 64 (:1155-1163).
     * an explicit trtllm_mha / trtllm_mla backend: the same page constraints.
     """
@@ -164,7 +165,8 @@ def default_page_size(release, facts, page_size, compute_capability, attention_b
         if facts['attention'] == 'mla':
             if arch in release['architectures']['deepseek_family']:
                 backend = 'trtllm_mla'
-        elif facts['family'] == 'gqa' and (spec_topk or 1) <= 1:
+        elif facts['family'] == 'hybrid_swa' or (spec_topk or 1) <= 1:
+            # gpt-oss: its own override picks trtllm_mha on SM100 (model_overrides/gpt_oss.py:29-31).
             backend = 'trtllm_mha'
     rule = dict(trtllm_mha=pages['mha'], trtllm_mla=pages['mla']).get(backend)
     if rule is None:
