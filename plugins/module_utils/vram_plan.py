@@ -600,8 +600,8 @@ def _plan(p):
     if tokens <= 0:
         explicit = pool is not None and pool['mode'] == 'explicit'
         raise PlanError('no KV cache tokens left after the mamba pool (rest %.2f GiB)%s' % (
-            rest_kv, ': max_mamba_cache_size %d takes %.2f GiB (fix: lower max_mamba_cache_size, or null)' % (
-                p['max_mamba_cache_size'], pool['pool_bytes'] / float(GIB)) if explicit else ''),
+            rest_kv, ': max_mamba_cache_size %d takes %.2f GiB (fix: max_mamba_cache_size: fewer slots, or null to size '
+            'the pool from memory)' % (p['max_mamba_cache_size'], pool['pool_bytes'] / float(GIB)) if explicit else ''),
             kind='input' if explicit else 'weights', variable='llmops_max_mamba_cache_size' if explicit else None)
     # HybridSWAPoolConfigurator: the sliding-window layers keep swa_ratio x the full layers' tokens.
     swa_tokens = int(tokens * swa_ratio) // page_size * page_size if facts['family'] == 'hybrid_swa' else None
