@@ -28,13 +28,15 @@ class LayoutError(ValueError):
         self.variable = variable
 
 
-def attention_parallel(release, tp_size, dp_size=1, enable_dp_attention=False):
+def attention_parallel(release, tp_size, dp_size=1, enable_dp_attention=False, arch=None):
     """(attn_dp_size, attn_tp_size) of ``--tp-size tp --dp-size dp [--enable-dp-attention]``.
 
     arg_groups/parallel_hook.py:39-61 handle_deprecated_dp_attention rewrites --dp-size N --enable-dp-attention to
     attn_dp_size=N, dp_size=1; runtime_context.py:73-76 derive_attn_tp_size = tp // attn_dp_size // attn_cp_size;
     parallel_hook.py:285-286 refuses attn_dp_size < 1 and :326 asserts tp % attn_dp_size == 0. --dp-size without
     the flag is N data-parallel replicas of the whole server (N x tp GPUs), which the collection does not deploy.
+    ``arch``: DP attention is planned only for the architectures of release architectures.dp_attention (their attention
+    layers split over attn_tp_size; models/llama.py:181-194 splits over the whole tp_size instead).
     """
     dp = 1 if dp_size is None else int(dp_size)
     if dp < 1:
@@ -55,6 +57,12 @@ def attention_parallel(release, tp_size, dp_size=1, enable_dp_attention=False):
         raise LayoutError('DP attention is not modelled for sglang %s (its memory hook was not read; '
                           'profiles/sglang_releases.yml dp_attention_graph_reserve is null) (fix: dp_size: 1)'
                           % release['version'], 'llmops_dp_size')
+    allowed = release['architectures'].get('dp_attention') or ()
+    if arch is not None and arch not in allowed:
+        raise LayoutError('DP attention for %s: its SGLang model splits attention over the whole tp_size while the KV '
+                          'pool is sized per attention-TP rank (pool_configurator.py:356), so the planner does not plan '
+                          'it; DP attention is planned for %s (fix: dp_size: 1)' % (arch, ', '.join(sorted(allowed))),
+                          'llmops_dp_size')
     if tp_size % dp:
         raise LayoutError('dp_size %d does not divide tp_size %d: SGLang asserts tp_size %% attn_dp_size == 0 '
                           '(arg_groups/parallel_hook.py:326) (fix: dp_size: one of %s)'

@@ -157,6 +157,7 @@ ARCHITECTURE_KEYS = {
     'deepseek_family': _IS_STR_LIST,
     'sm100_hybrid_page': _IS_STR_LIST,
     'eagle3_draft': _IS_STR_LIST,
+    'dp_attention': _IS_STR_LIST,
 }
 # Defaults a release may lack (read for some releases only; the planner falls back where one is absent).
 OPTIONAL_DEFAULT_KEYS = ('speculative_auto_params_by_arch',)
@@ -339,6 +340,7 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
         mla=frozenset(arch['mla']), hybrid_swa=frozenset(arch['hybrid_swa']), gqa=frozenset(arch['gqa']),
         dsa=frozenset(arch['dsa']), deepseek_family=frozenset(arch['deepseek_family']),
         sm100_hybrid_page=frozenset(arch['sm100_hybrid_page']), eagle3_draft=frozenset(arch['eagle3_draft']),
+        dp_attention=frozenset(arch['dp_attention']),
         blackwell_gdn_backends=dict((str(k), tuple(v)) for k, v in arch['blackwell_gdn_backends'].items()),
     )
     return dict(version=version, source=entry['source'], planner_family=family, planner=planner, flags=flags,

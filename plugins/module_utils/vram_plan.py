@@ -130,7 +130,7 @@ def sized_facts(config, release):
 def check_tp(facts, tp, attn_tp=None):
     """The head divisibility SGLang asserts when it builds the layers (qwen3_next.py / qwen3_5.py / mamba_utils).
 
-    Attention and GDN heads are split over the attention-TP group (models/llama.py:164-177, qwen3_next.py:622-635:
+    Attention and GDN heads are split over the attention-TP group (models/qwen3.py:164-177, qwen3_next.py:622-635:
     attn_tp_size = tp // attn_dp_size under DP attention); MoE experts over the whole TP group.
     """
     attn_tp = attn_tp or tp
@@ -338,7 +338,7 @@ def kv_cell_bytes(f, tp, kv_bytes, draft_layers_in_budget, swa_ratio=None, dsa=N
 
 def dp_attention_weights(f, tp, attn_tp, bytes_per_param):
     """Bytes per GPU that DP attention adds: the attention (and GDN) layers are split over the attention-TP group
-    (attn_tp = tp / dp; models/llama.py:164-177, qwen3_next.py:622-635, :132-218) instead of all tp ranks. MLA's
+    (attn_tp = tp / dp; models/qwen3.py:164-177, qwen3_next.py:622-635, :132-218) instead of all tp ranks. MLA's
     down projections are replicated either way (param_counts counts them as replicated)."""
     if attn_tp >= tp or not bytes_per_param:
         return 0.0
@@ -459,7 +459,7 @@ def _plan(p):
     if not gpu_mem:
         raise PlanError('give gpu_memory_mib (nvidia-smi memory.total, MiB) or a gpu_profile with memory_total_mib')
     gpu_mem = float(gpu_mem)
-    attn_dp, attn_tp = attention_parallel(release, tp, p['dp_size'], p['enable_dp_attention'])
+    attn_dp, attn_tp = attention_parallel(release, tp, p['dp_size'], p['enable_dp_attention'], facts['arch'])
     check_tp(facts, tp, attn_tp)
     _check_mamba_inputs(p, facts, attn_dp)
 

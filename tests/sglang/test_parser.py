@@ -124,6 +124,22 @@ def architectures_match_source(release):
     absent = sorted(n for n in arch['eagle3_draft'] if not re.search(r'^class %s\(' % re.escape(n), models, re.M))
     out.append(('architectures eagle3_draft are model classes', not absent, 'absent: %s' % absent if absent else
                 '%d names' % len(arch['eagle3_draft'])))
+    # DP attention: each architecture's model file builds attention over attn_tp_size (or runs the DeepSeek-V3 model).
+    missing = []
+    for name in sorted(arch['dp_attention']):
+        for fname in sorted(os.listdir(models_dir)):
+            if not fname.endswith('.py'):
+                continue
+            with open(os.path.join(models_dir, fname), encoding='utf-8', errors='replace') as stream:
+                text = stream.read()
+            if re.search(r'^class %s\(' % re.escape(name), text, re.M):
+                if 'attn_tp_size' not in text and 'models.deepseek_v2 import' not in text:
+                    missing.append(name)
+                break
+        else:
+            missing.append(name)
+    out.append(('architectures dp_attention split attention over attn_tp_size', not missing,
+                'not: %s' % missing if missing else '%d names' % len(arch['dp_attention'])))
     ours = set(arch['blackwell_gdn_backends'].get('10', ()))
     out.append(('blackwell_gdn_backends 10', ours == set(HYBRID_GDN_SM100_BACKENDS),
                 'table %s, HYBRID_GDN_SM100_BACKENDS %s' % (sorted(ours), sorted(HYBRID_GDN_SM100_BACKENDS))))

@@ -60,6 +60,8 @@ H200, H100, L40S = hardware('h200'), hardware('h100-80gb'), hardware('l40s')
 LLAMA8B = config('meta-llama__Meta-Llama-3.1-8B')
 DRAFT8B = config('EAGLE3-draft__SpecForge__llama3-8B-eagle3')
 QNEXT = config('Qwen__Qwen3-Next-80B-A3B-Thinking')
+QWEN32B = config('Qwen__Qwen3-32B')
+DRAFT32B = config('EAGLE3-draft__SpecForge__qwen3-32b-eagle3')
 Q122 = profile('qwen3.5-122b-a10b')['config']
 EAGLE3 = dict(speculative_algorithm='EAGLE3', draft_model_config=DRAFT8B)
 
@@ -93,11 +95,19 @@ def test_dp_attention_is_refused_where_the_release_was_not_read():
 
 
 def test_attention_heads_must_divide_the_attention_tp_width():
-    # models/llama.py:164-177: total_num_heads % attn_tp_size == 0 (tp 6 / dp 2 = 3 does not divide 32 heads).
+    # models/qwen3.py:164-177: total_num_heads % attn_tp_size == 0 (tp 6 / dp 2 = 3 does not divide 64 heads).
     with pytest.raises(vp.PlanError) as err:
-        plan(model_config=LLAMA8B, gpu_profile=H200, tp_size=6, dp_size=2, enable_dp_attention=True)
+        plan(model_config=QWEN32B, gpu_profile=H200, tp_size=6, dp_size=2, enable_dp_attention=True)
     assert err.value.kind == 'tp' and err.value.details['variable'] == 'llmops_dp_size'
     assert 'attention tp 3 (tp 6 / dp 2)' in str(err.value)
+
+
+def test_dp_attention_is_refused_for_models_that_split_attention_over_the_whole_tp():
+    # models/llama.py:181-194 builds attention over get_parallel().tp_size while the pool sizes KV heads per
+    # attention-TP rank (pool_configurator.py:356): not planned.
+    with pytest.raises(vp.PlanError) as err:
+        plan(model_config=LLAMA8B, gpu_profile=H200, tp_size=4, dp_size=2, enable_dp_attention=True)
+    assert err.value.details['variable'] == 'llmops_dp_size' and 'DP attention for LlamaForCausalLM' in str(err.value)
 
 
 def test_kv_heads_split_over_attention_tp_match_the_qwen3_next_dp4_log():
@@ -129,25 +139,25 @@ def test_gdn_state_shards_over_the_attention_tp_width():
 def test_explicit_requests_are_divided_per_worker_the_estimate_is_not():
     # kv_cache_configurator.py:3126-3132: an explicit value -> max(1, value // attn_dp_size); the unset estimate
     # (2048..4096) is per worker.
-    explicit = plan(model_config=LLAMA8B, gpu_profile=H200, tp_size=4, dp_size=4, enable_dp_attention=True,
+    explicit = plan(model_config=QWEN32B, gpu_profile=H200, tp_size=4, dp_size=4, enable_dp_attention=True,
                     max_running_requests=100)
     assert explicit['max_running_requests'] == 25 and explicit['max_running_requests_total'] == 100
-    unset = plan(model_config=LLAMA8B, gpu_profile=H200, tp_size=4, dp_size=4, enable_dp_attention=True,
+    unset = plan(model_config=QWEN32B, gpu_profile=H200, tp_size=4, dp_size=4, enable_dp_attention=True,
                  context_length=8192)
     estimated = max(min(int(unset['kv_cache_tokens'] / 8192.0 * 512), 4096), 2048)
     assert unset['max_running_requests'] == min(estimated, unset['kv_cache_tokens'] // 2)
     assert unset['max_running_requests_total'] == 4 * unset['max_running_requests']
     # The speculative default 48 (speculative_hook.py:1086-1094) is set before the division: 12 per worker.
-    spec = plan(model_config=LLAMA8B, gpu_profile=H200, tp_size=4, dp_size=4, enable_dp_attention=True,
-                context_length=2048, **EAGLE3)
+    spec = plan(model_config=QWEN32B, gpu_profile=H200, tp_size=4, dp_size=4, enable_dp_attention=True,
+                speculative_algorithm='EAGLE3', draft_model_config=DRAFT32B)
     assert spec['max_running_requests'] == 12 and spec['max_running_requests_bound_by'] == 'speculative_default'
 
 
 @pytest.mark.parametrize('gpu, dp', [(H200, 2), (H200, 4)])
 def test_memory_hook_reserves_for_dp_attention_graphs(gpu, dp):
     # memory_hook.py:370-378: + decode max_bs x attn_dp_size x 3 MiB, and x 1.5 more above max_bs 300.
-    one = plan(model_config=LLAMA8B, gpu_profile=gpu, tp_size=4)
-    many = plan(model_config=LLAMA8B, gpu_profile=gpu, tp_size=4, dp_size=dp, enable_dp_attention=True)
+    one = plan(model_config=QWEN32B, gpu_profile=gpu, tp_size=4)
+    many = plan(model_config=QWEN32B, gpu_profile=gpu, tp_size=4, dp_size=dp, enable_dp_attention=True)
     max_bs = one['cuda_graph_max_bs']
     assert max_bs == 512  # H200, tp >= 4 (memory_hook.py:146-159)
     extra = max_bs * dp * 3 + (max_bs * dp * 1.5 if max_bs > 300 else 0)
@@ -157,8 +167,8 @@ def test_memory_hook_reserves_for_dp_attention_graphs(gpu, dp):
 def test_runtime_reserve_reads_the_chunk_per_worker():
     # parallel_hook.py:327-332 divides chunked_prefill_size by attn_dp_size after the memory hook;
     # runtime_context.py:1797-1819 pre_capture_activation_reserve_mb reads that value (L40S: no 10 GiB floor).
-    one = plan(model_config=LLAMA8B, gpu_profile=L40S, tp_size=2)
-    two = plan(model_config=LLAMA8B, gpu_profile=L40S, tp_size=2, dp_size=2, enable_dp_attention=True)
+    one = plan(model_config=QWEN32B, gpu_profile=L40S, tp_size=4)
+    two = plan(model_config=QWEN32B, gpu_profile=L40S, tp_size=4, dp_size=2, enable_dp_attention=True)
     assert one['chunked_prefill_size'] == two['chunked_prefill_size'] == 4096  # the heuristic keeps the undivided one
     assert two['chunked_prefill_size_per_worker'] == 2048
     assert round((one['sglang_runtime_reserve_gib'] - two['sglang_runtime_reserve_gib']) * 1024) == round(1.5 * 2048)
@@ -178,23 +188,23 @@ def test_mamba_slots_from_the_flag_are_per_worker():
 
 
 def test_dp_attention_keeps_attention_weights_per_attention_group():
-    one = plan(model_config=LLAMA8B, gpu_profile=H200, tp_size=4)
-    dp = plan(model_config=LLAMA8B, gpu_profile=H200, tp_size=4, dp_size=4, enable_dp_attention=True)
-    facts = vp.sized_facts(LLAMA8B, RELEASE)
+    one = plan(model_config=QWEN32B, gpu_profile=H200, tp_size=4)
+    dp = plan(model_config=QWEN32B, gpu_profile=H200, tp_size=4, dp_size=4, enable_dp_attention=True)
+    facts = vp.sized_facts(QWEN32B, RELEASE)
     attention = facts['layers'] * vp._attn_params(facts)  # pylint: disable=protected-access
     assert dp['weights_detail']['dp_attention_gib'] == round(attention * (1 - 1 / 4.0) * 2 / GIB, 3)
     assert dp['weights_detail']['target_gib'] > one['weights_detail']['target_gib']
 
 
 def test_the_plan_and_the_command_line_state_per_worker_and_total_requests():
-    result = plan(model_config=LLAMA8B, gpu_profile=H200, tp_size=4, dp_size=2, enable_dp_attention=True,
+    result = plan(model_config=QWEN32B, gpu_profile=H200, tp_size=4, dp_size=2, enable_dp_attention=True,
                   max_running_requests=300)
     assert any(line.startswith('DP attention: 2 workers') for line in result['limits'])
-    argv = sf.render(RELEASE, profile('llama-3.3-70b-instruct'), dict(max_running_requests=300), {}, dict(
+    argv = sf.render(RELEASE, profile('qwen3-32b'), dict(max_running_requests=300), {}, dict(
         model_path='/m', tp_size=4, dp_size=2, enable_dp_attention=True))['argv']
     assert argv[argv.index('--tp-size'):argv.index('--tp-size') + 5] == ['--tp-size', '4', '--dp-size', '2',
                                                                          '--enable-dp-attention']
-    rendered = sf.render(RELEASE, profile('llama-3.3-70b-instruct'), {}, {}, dict(model_path='/m', tp_size=4, dp_size=2))
+    rendered = sf.render(RELEASE, profile('qwen3-32b'), {}, {}, dict(model_path='/m', tp_size=4, dp_size=2))
     assert [c['check'] for c in rendered['preflight']] == ['dp_attention'] and '--dp-size' not in rendered['argv']
 
 
