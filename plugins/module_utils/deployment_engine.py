@@ -38,6 +38,12 @@ _PLAN_FIX = {
     'llmops_mem_fraction_static': 'set llmops_mem_fraction_static as the message says, or null for SGLang\'s heuristic',
     'llmops_max_running_requests': 'lower llmops_max_running_requests, or null to take what the pools hold',
 }
+# Words of a planner refusal -> the variable it is about (first match wins).
+_NEEDLES = (('overlap', 'llmops_disable_overlap_schedule'), ('context_length', 'llmops_context_length'),
+            ('mem_fraction_static', 'llmops_mem_fraction_static'), ('mamba_ssm_dtype', 'llmops_mamba_ssm_dtype'),
+            ('kv_cache_dtype', 'llmops_kv_cache_dtype'), ('page_size', 'llmops_page_size'),
+            ('speculative_num_steps', 'llmops_speculative_num_steps'),
+            ('max_running_requests', 'llmops_max_running_requests'))
 # Flag pre-check name -> variable.
 _CHECK_VARIABLE = {
     'mtp_layers': 'llmops_speculative_num_draft_tokens', 'spec_radix_mamba': 'llmops_mamba_strategy',
@@ -100,13 +106,9 @@ def run_plan(ctx, settings, inputs, problems):
     except vram_plan.PlanError as exc:
         name = _PLAN_VARIABLE.get(exc.kind, 'llmops_model_profile')
         text, planner_fix = split_fix(str(exc))
+        # A refusal that names its variable (PlanError details) wins over the needles in its text.
         named = (getattr(exc, 'details', None) or {}).get('variable')
-        for needle, candidate in () if named else (('overlap', 'llmops_disable_overlap_schedule'),
-                                  ('context_length', 'llmops_context_length'),
-                                  ('mem_fraction_static', 'llmops_mem_fraction_static'),
-                                  ('mamba_ssm_dtype', 'llmops_mamba_ssm_dtype'), ('kv_cache_dtype', 'llmops_kv_cache_dtype'),
-                                  ('page_size', 'llmops_page_size'), ('speculative_num_steps', 'llmops_speculative_num_steps'),
-                                  ('max_running_requests', 'llmops_max_running_requests')):
+        for needle, candidate in () if named else _NEEDLES:
             if needle in text and exc.kind in ('sglang', 'input', 'weights'):
                 name = candidate
                 break

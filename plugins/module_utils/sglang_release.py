@@ -59,8 +59,8 @@ def _is_backend_map(value):
 
 
 def _is_params(value):
-    return isinstance(value, list) and len(value) == 3 and all(isinstance(i, int) and not isinstance(i, bool)
-                                                                for i in value)
+    return (isinstance(value, list) and len(value) == 3
+            and all(isinstance(i, int) and not isinstance(i, bool) for i in value))
 
 
 def _is_page_rule(value):
