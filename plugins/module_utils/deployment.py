@@ -23,13 +23,16 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, sglang_release
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, sglang_layout, sglang_release
+from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError
+from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts as config_facts
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
 from ansible_collections.llmops.inference.plugins.module_utils import deployment_fits
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_engine import plan_inputs, render, run_plan
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_server_checks import (
     API_KEY,
     INSTANCE,
+    check_draft,
     check_gpus,
     check_lxc,
     check_model,
@@ -57,7 +60,8 @@ def _settings_table(settings, sources, plan, rendered, model, draft_source, step
             value, source = settings['_tp'], tp_source
         elif key in ('mem_fraction_static', 'max_running_requests', 'context_length'):
             if value is None and plan:
-                value, source = plan.get(key), 'plan'
+                # With DP attention the command line states the total over the workers (each gets total // dp).
+                value, source = plan.get('max_running_requests_total' if key == 'max_running_requests' else key), 'plan'
         elif key in ('speculative_num_draft_tokens', 'speculative_num_steps'):
             value, source = settings['_' + key], draft_source if key.endswith('tokens') else steps_source
         elif key in ('reasoning_parser', 'tool_call_parser'):
@@ -140,7 +144,27 @@ def resolve_server(ctx, variant=None):
         elif value:
             check_release_choice(problems, release, name, value, key)
     draft, steps, draft_source, steps_source = speculative_of(settings, serving, sources)
+    spec_profile = serving.get('speculative') or {}
+    topk = spec_profile.get('eagle_topk')
+    if (not draft and settings['llmops_speculative_num_draft_tokens'] is None and spec_profile.get('algorithm')
+            and spec_profile.get('num_draft_tokens') is None):
+        # The profile names the algorithm only: steps / topk / draft tokens as SGLang chooses them for the target
+        # architecture (speculative_hook.py:1430-1461), rendered explicitly.
+        try:
+            arch = config_facts(model.get('config'), release['architectures'])['arch']
+            steps, topk, draft = sglang_layout.speculative_params(release, arch, spec_profile['algorithm'], steps, topk)
+            draft_source = 'sglang default (auto for %s)' % arch
+            steps_source = steps_source if settings['llmops_speculative_num_steps'] is not None else draft_source
+        except (ModelConfigError, sglang_layout.LayoutError) as exc:
+            problems.add('llmops_speculative_num_steps', settings['llmops_speculative_num_steps'], str(exc),
+                         'give num_steps, eagle_topk and num_draft_tokens in the profile\'s serving.speculative')
     settings['_speculative_num_draft_tokens'], settings['_speculative_num_steps'] = draft, steps
+    settings['_speculative_eagle_topk'] = topk if draft else None
+    settings['_speculative_algorithm'] = spec_profile.get('algorithm') if draft else None
+    draft_dir = check_draft(settings, model, model_facts, problems) if draft else None
+    model_facts['draft'] = draft_dir
+    settings['_draft_model_path'] = draft_dir['path'] if draft_dir else None
+    settings['_draft_model_config'] = spec_profile['draft'].get('config') if draft_dir else None
     if settings['llmops_plan_concurrency'] is not None and not settings['llmops_plan_concurrency']:
         problems.add('llmops_plan_concurrency', [], 'needs at least one level', 'e.g. [1, 8, 32]')
     venv = settings['llmops_sglang_venv'] or '/opt/sglang/venv-%s' % prof['pin']['version']
@@ -201,7 +225,9 @@ def resolve_server(ctx, variant=None):
         gpus=dict(profile=settings['llmops_gpu_profile'], display_name=gpu.get('display_name') or gpu.get('name'),
                   indices=indices, count=len(indices) if indices else tp, compute_capability=gpu.get('compute_capability'),
                   memory_total_mib=gpu.get('memory_total_mib')),
-        parallel=dict(tp_size=tp, pp_size=1, nnodes=1, node_rank=0),
+        parallel=dict(tp_size=tp, pp_size=1, nnodes=1, node_rank=0, dp_size=settings['llmops_dp_size'],
+                      enable_dp_attention=settings['llmops_enable_dp_attention'],
+                      attn_tp_size=plan['attn_tp_size'] if plan else None),
         http=dict(host=http_host, port=settings['llmops_http_port'],
                   url='http://%s:%s' % (url_host, settings['llmops_http_port'])),
         auth=dict(api_key_set=key_set, allow_no_api_key=settings['llmops_allow_no_api_key']),
@@ -224,13 +250,16 @@ def resolve_server(ctx, variant=None):
     if key_warning:
         deployment['warnings'].append(key_warning)
     asked = settings['llmops_max_running_requests']
-    if plan and asked is not None and plan.get('max_running_requests') != asked:
+    if plan and asked is not None and plan.get('max_running_requests_total') != asked:
         deployment['warnings'].append(
-            'llmops_max_running_requests %d: SGLang caps it to %d (%s); the unit renders %d'
+            'llmops_max_running_requests %d: SGLang caps it to %d (%s)%s; the unit renders %d'
             % (asked, plan['max_running_requests'], plan.get('max_running_requests_bound_by'),
-               plan['max_running_requests']))
+               ' per DP worker x %d workers' % plan['attn_dp_size'] if plan.get('attn_dp_size', 1) > 1 else '',
+               plan['max_running_requests_total']))
     if model_facts['lock']['note']:
         deployment['warnings'].append(model_facts['lock']['note'])
+    if draft_dir and draft_dir['note']:
+        deployment['warnings'].append(draft_dir['note'])
     if rendered and rendered.get('speculative'):
         # What runs (topk 1 forces draft tokens = steps + 1), not what was asked.
         settings['_speculative_num_draft_tokens'] = rendered['speculative']['num_draft_tokens']

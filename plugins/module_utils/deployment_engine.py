@@ -31,13 +31,19 @@ _PLAN_VARIABLE = {
 }
 # Pre-checks that are this collection's own refusals, not SGLang's start-up validations (SGLang would hang or
 # misbehave instead of refusing).
-_COLLECTION_CHECKS = ('nccl_broken', 'gpu_count', 'mtp_layers')
+_COLLECTION_CHECKS = ('nccl_broken', 'gpu_count', 'mtp_layers', 'dp_attention', 'draft_path')
 # The fix for a planner refusal that names a setting, when the planner gives none.
 _PLAN_FIX = {
     'llmops_context_length': 'lower llmops_context_length to at most the model maximum the message names (or null)',
     'llmops_mem_fraction_static': 'set llmops_mem_fraction_static as the message says, or null for SGLang\'s heuristic',
     'llmops_max_running_requests': 'lower llmops_max_running_requests, or null to take what the pools hold',
 }
+# Words of a planner refusal -> the variable it is about (first match wins).
+_NEEDLES = (('overlap', 'llmops_disable_overlap_schedule'), ('context_length', 'llmops_context_length'),
+            ('mem_fraction_static', 'llmops_mem_fraction_static'), ('mamba_ssm_dtype', 'llmops_mamba_ssm_dtype'),
+            ('kv_cache_dtype', 'llmops_kv_cache_dtype'), ('page_size', 'llmops_page_size'),
+            ('speculative_num_steps', 'llmops_speculative_num_steps'),
+            ('max_running_requests', 'llmops_max_running_requests'))
 # Flag pre-check name -> variable.
 _CHECK_VARIABLE = {
     'mtp_layers': 'llmops_speculative_num_draft_tokens', 'spec_radix_mamba': 'llmops_mamba_strategy',
@@ -55,6 +61,8 @@ _CHECK_VARIABLE = {
     'quantization_arch': 'llmops_gpu_profile',
     # ... or on no GPU at all with this release (a GPTQ checkpoint Marlin cannot take).
     'quantization_unsupported': 'llmops_model_profile',
+    'draft_context_length': 'llmops_context_length',
+    'dp_attention': 'llmops_dp_size', 'draft_path': 'llmops_model_profile',
 }
 
 
@@ -74,9 +82,18 @@ def plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps):
         # With the radix cache on, the mamba pool is sized from memory and caps the running requests, so asking for
         # the target yields what the pools hold. With it off SGLang sizes the pool from max_running_requests itself:
         # leave it to SGLang's own estimate (the plan then says what that is).
+        # Under DP attention SGLang splits an explicit value over the workers: the target is per worker.
         max_running_requests=pick(settings['llmops_max_running_requests'],
-                                  MAX_RUNNING_REQUESTS_TARGET if settings['llmops_radix_cache'] else None),
+                                  MAX_RUNNING_REQUESTS_TARGET * max(1, settings['llmops_dp_size'] or 1)
+                                  if settings['llmops_radix_cache'] else None),
         speculative_num_draft_tokens=draft, speculative_num_steps=steps if draft else None,
+        speculative_eagle_topk=settings.get('_speculative_eagle_topk'),
+        speculative_algorithm=settings.get('_speculative_algorithm'),
+        draft_model_config=settings.get('_draft_model_config'),
+        dp_size=settings['llmops_dp_size'], enable_dp_attention=settings['llmops_enable_dp_attention'],
+        max_mamba_cache_size=settings['llmops_max_mamba_cache_size'],
+        mamba_full_memory_ratio=settings['llmops_mamba_full_memory_ratio'],
+        attention_backend=settings['llmops_attention_backend'],
         mamba_ssm_dtype=None if settings['llmops_mamba_ssm_dtype'] == 'auto' else settings['llmops_mamba_ssm_dtype'],
         kv_cache_dtype=settings['llmops_kv_cache_dtype'], page_size=settings['llmops_page_size'],
         radix_cache=settings['llmops_radix_cache'], mamba_strategy=settings['llmops_mamba_strategy'],
@@ -94,15 +111,13 @@ def run_plan(ctx, settings, inputs, problems):
     except vram_plan.PlanError as exc:
         name = _PLAN_VARIABLE.get(exc.kind, 'llmops_model_profile')
         text, planner_fix = split_fix(str(exc))
-        for needle, candidate in (('overlap', 'llmops_disable_overlap_schedule'),
-                                  ('context_length', 'llmops_context_length'),
-                                  ('mem_fraction_static', 'llmops_mem_fraction_static'),
-                                  ('mamba_ssm_dtype', 'llmops_mamba_ssm_dtype'), ('kv_cache_dtype', 'llmops_kv_cache_dtype'),
-                                  ('page_size', 'llmops_page_size'), ('speculative_num_steps', 'llmops_speculative_num_steps'),
-                                  ('max_running_requests', 'llmops_max_running_requests')):
+        # A refusal that names its variable (PlanError details) wins over the needles in its text.
+        named = (getattr(exc, 'details', None) or {}).get('variable')
+        for needle, candidate in () if named else _NEEDLES:
             if needle in text and exc.kind in ('sglang', 'input', 'weights'):
                 name = candidate
                 break
+        name = named or name
         value = settings.get(name, NOVALUE) if name in settings else NOVALUE
         if exc.kind == 'weights':
             fix = ('use a larger llmops_tp_size, a smaller (quantized) checkpoint, or raise llmops_mem_fraction_static '
@@ -128,6 +143,11 @@ def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_fac
         model_path=model_facts['path'], served_model_name=model_facts['served_model_name'],
         host=settings['llmops_http_host'], port=settings['llmops_http_port'], tp_size=tp,
         speculative_num_draft_tokens=draft, speculative_num_steps=steps if draft else None,
+        speculative_eagle_topk=settings.get('_speculative_eagle_topk'),
+        speculative_draft_model_path=settings.get('_draft_model_path'),
+        dp_size=settings['llmops_dp_size'], enable_dp_attention=settings['llmops_enable_dp_attention'],
+        max_mamba_cache_size=settings['llmops_max_mamba_cache_size'],
+        mamba_full_memory_ratio=settings['llmops_mamba_full_memory_ratio'],
         radix_cache=settings['llmops_radix_cache'], mamba_strategy=settings['llmops_mamba_strategy'],
         disable_overlap_schedule=settings['llmops_disable_overlap_schedule'], page_size=settings['llmops_page_size'],
         chunked_prefill_size=settings['llmops_chunked_prefill_size'],
@@ -146,6 +166,9 @@ def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_fac
     plan_values = dict((key, plan.get(key)) for key in ('mem_fraction_static', 'max_running_requests',
                                                         'context_length', 'chunked_prefill_size')
                        if plan and plan.get(key) is not None)
+    if plan and plan.get('max_running_requests_total') is not None:
+        # The command line states the total; SGLang gives each DP worker total // dp (kv_cache_configurator.py:3128).
+        plan_values['max_running_requests'] = plan['max_running_requests_total']
     try:
         result = sglang_flags.render(release, model, plan_values, host, server)
     except sglang_flags.FlagError as exc:

@@ -39,8 +39,10 @@ def table(models, gpu, release, max_gpus, current=None):
             try:
                 result = vram_plan.plan(
                     model_config=model.get('config'), weights_bytes=model.get('weights_bytes'), gpu_profile=gpu,
-                    tp_size=tp, release=release, speculative_num_draft_tokens=spec.get('num_draft_tokens', 0),
-                    speculative_num_steps=spec.get('num_steps') if spec.get('num_draft_tokens') else None)
+                    tp_size=tp, release=release, speculative_num_draft_tokens=spec.get('num_draft_tokens'),
+                    speculative_num_steps=spec.get('num_steps'), speculative_eagle_topk=spec.get('eagle_topk'),
+                    speculative_algorithm=spec.get('algorithm'),
+                    draft_model_config=(spec.get('draft') or {}).get('config'))
             except vram_plan.PlanError as exc:
                 last = str(exc)
                 if exc.kind == 'architecture':

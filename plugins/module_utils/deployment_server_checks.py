@@ -127,6 +127,46 @@ def check_model(ctx, settings, model, problems):
                 forbidden_paths=list(forbidden), weights_bytes=model.get('weights_bytes'))
 
 
+def check_draft(settings, model, model_facts, problems):
+    """The draft checkpoint of an EAGLE-3 profile (serving.speculative.draft) on the server: repository, revision and
+    the directory beside the target's (<dir>/<name>@<revision>), or None without one. hf_model downloads it like the
+    target (playbooks/deploy.yml); a branch is resolved at every run (only the target's revision is locked)."""
+    draft = ((model.get('serving') or {}).get('speculative') or {}).get('draft')
+    if not isinstance(draft, dict):
+        return None
+    where = 'models/%s.yml.serving.speculative.draft' % settings['llmops_model_profile']
+    repo_id = draft.get('hf_repo')
+    if not isinstance(repo_id, str) or not REPO.match(repo_id) or '--' in repo_id or '..' in repo_id:
+        problems.add(where + '.hf_repo', repo_id if repo_id is not None else NOVALUE, 'must be the Hugging Face '
+                     'repository id org/name of the draft checkpoint', 'e.g. AngelSlim/Qwen3-32B_eagle3', kind='profile')
+        return None
+    revision = draft.get('hf_revision') or 'main'
+    if not REVISION.match(revision) or '..' in revision or (re.match(r'^[0-9a-fA-F]{40}$', revision)
+                                                            and not COMMIT.match(revision)):
+        problems.add(where + '.hf_revision', revision, 'must be a 40-hex lower-case commit sha, a branch or a tag',
+                     'pin the draft commit you verified', kind='profile')
+        return None
+    target = model_facts.get('path')
+    path = None
+    if target:
+        base = settings['llmops_model_dir'] or posixpath.dirname(target)
+        path = norm_path(posixpath.join(base, model_revision.directory_name(repo_id, revision)))
+        if path == target:
+            problems.add(where + '.hf_repo', repo_id, 'the draft would go to the target\'s own directory %s' % path,
+                         'use the draft\'s own repository', kind='profile')
+        hit = under(path, [r for r in (settings['llmops_forbidden_paths'] or []) if str(r).startswith('/')])
+        if hit:
+            problems.add('llmops_model_dir' if settings['llmops_model_dir'] else 'llmops_model_path', path,
+                         'the EAGLE-3 draft would go to %s, under the forbidden path %s (llmops_forbidden_paths)'
+                         % (path, hit), 'put the model directory outside %s' % hit)
+    is_commit = bool(COMMIT.match(revision))
+    return dict(repo_id=repo_id, revision=revision, revision_is_commit=is_commit, path=path,
+                note=None if is_commit else (
+                    'the EAGLE-3 draft %s@%s is a branch: hf_model resolves it to a commit at every run and the '
+                    'lock file pins the target only; pin the draft commit in the profile\'s '
+                    'serving.speculative.draft.hf_revision' % (repo_id, revision)))
+
+
 def check_gpus(ctx, settings, tp, problems):
     indices = settings['llmops_gpu_indices'] or []
     bad = [i for i in indices if i < 0]

@@ -112,6 +112,14 @@ VARIABLES = [
     _v('llmops_tp_size', 'int', None,
        "Tensor-parallel size (--tp-size), the GPUs one server uses; null is the profile's serving.tp_size.", min=1,
        group=_GPUS),
+    _v('llmops_dp_size', 'int', 1,
+       'Attention data-parallel groups inside the tp_size GPUs (--dp-size with --enable-dp-attention): attention and '
+       'the KV cache run on tp/dp GPUs per group, each group a worker with its own requests and KV pool. Must divide '
+       'llmops_tp_size and needs llmops_enable_dp_attention: true; 1 is no DP attention.', min=1, group=_GPUS),
+    _v('llmops_enable_dp_attention', 'bool', False,
+       'Render --enable-dp-attention with --dp-size llmops_dp_size (DP attention, for MLA models such as DeepSeek and '
+       'hybrid models at large batch). Without it a --dp-size above 1 would start replicas of the whole server, which '
+       'the collection does not deploy.', group=_GPUS),
     _v('llmops_gpu_indices', 'list', [],
        'nvidia-smi indices of the GPUs as the server sees them, for CUDA_VISIBLE_DEVICES (numbers, never UUIDs); '
        '[] is every GPU. When given, exactly tp_size distinct indices.', elements='int', group=_GPUS),
@@ -124,7 +132,8 @@ VARIABLES = [
        'heuristic as the VRAM plan reproduces it.', min=0.0, max=1.0, exclusive=True, group=_FLAGS),
     _v('llmops_max_running_requests', 'int', None,
        '--max-running-requests; null is what the mamba pool and the KV cache hold (the plan), always rendered '
-       'explicitly so MTP cannot reset it to 48.', min=1, group=_FLAGS),
+       'explicitly so MTP cannot reset it to 48. With DP attention it is the total: each worker gets '
+       'value // llmops_dp_size.', min=1, group=_FLAGS),
     _v('llmops_context_length', 'int', None,
        "--context-length in tokens; null is the model's maximum (max_position_embeddings).", min=1, group=_FLAGS),
     _v('llmops_chunked_prefill_size', 'int', None,
@@ -138,6 +147,14 @@ VARIABLES = [
        'Mamba/GDN radix-cache strategy of a hybrid model under the flag name of the pinned release; auto is what '
        'the release resolves it to (rendered explicitly).', choices='release:mamba_strategy', extra=('auto',),
        group=_FLAGS),
+    _v('llmops_max_mamba_cache_size', 'int', None,
+       '--max-mamba-cache-size: mamba/GDN state slots of a hybrid model, split over the DP workers (each gets '
+       'size // llmops_dp_size); null sizes the pool from memory with llmops_mamba_full_memory_ratio.', min=1,
+       group=_FLAGS),
+    _v('llmops_mamba_full_memory_ratio', 'float', None,
+       "--mamba-full-memory-ratio r: the mamba state pool of a hybrid model gets r / (1 + r) of the memory left for "
+       "the pools; null is SGLang's default (0.9). Ignored when llmops_max_mamba_cache_size is set.", min=0.0,
+       exclusive=True, group=_FLAGS),
     _v('llmops_mamba_ssm_dtype', 'str', 'auto',
        "--mamba-ssm-dtype of the GDN recurrent state; auto is the checkpoint's (float32 for Qwen3.5).",
        choices='release:mamba_ssm_dtype', extra=('auto',), group=_FLAGS),
@@ -270,8 +287,9 @@ BY_NAME = dict((entry['name'], entry) for entry in VARIABLES)
 
 # The serving settings whose value and source llmops_deployment.settings records.
 SERVING_SETTINGS = (
-    'tp_size', 'mem_fraction_static', 'max_running_requests', 'context_length', 'chunked_prefill_size', 'page_size',
-    'radix_cache', 'mamba_strategy', 'mamba_ssm_dtype', 'kv_cache_dtype', 'disable_overlap_schedule',
+    'tp_size', 'dp_size', 'enable_dp_attention', 'mem_fraction_static', 'max_running_requests', 'context_length',
+    'chunked_prefill_size', 'page_size', 'radix_cache', 'mamba_strategy', 'max_mamba_cache_size',
+    'mamba_full_memory_ratio', 'mamba_ssm_dtype', 'kv_cache_dtype', 'disable_overlap_schedule',
     'attention_backend', 'speculative_num_draft_tokens', 'speculative_num_steps', 'reasoning_parser',
     'tool_call_parser', 'watchdog_timeout', 'enable_metrics', 'served_model_name',
 )

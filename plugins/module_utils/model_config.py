@@ -51,6 +51,58 @@ def _int(text, root, key, default=0):
         raise ModelConfigError('model config: %s must be a number, got %r' % (key, value))
 
 
+# utils/hf_transformers/common.py:668-674 CONTEXT_LENGTH_KEYS: the first key present wins.
+CONTEXT_LENGTH_KEYS = ('max_sequence_length', 'seq_length', 'max_seq_len', 'model_max_length', 'max_position_embeddings')
+
+
+def context_length(text, model_type=None):
+    """SGLang's derived context length of a (text) config (utils/hf_transformers/common.py:677-694 get_context_length).
+
+    The first of CONTEXT_LENGTH_KEYS present, times rope_scaling.factor unless rope_scaling has
+    original_max_position_embeddings or rope_type llama3 (factor 1); 0 when no key is present (SGLang then uses
+    2048; the planner asks for context_length instead). Qwen3.5 text configs copy rope_parameters into rope_scaling
+    when rope_scaling is absent (configs/qwen3_5.py:19-33). transformers may add ``rope_type`` from a legacy ``type``
+    key when it builds the config object; both are read here.
+    """
+    rope = text.get('rope_scaling')
+    if rope is None and str(model_type or '').startswith('qwen3_5'):
+        rope = text.get('rope_parameters')
+    factor = 1
+    if isinstance(rope, dict) and rope:
+        factor = rope.get('factor', 1)
+        if 'original_max_position_embeddings' in rope or (rope.get('rope_type') or rope.get('type')) == 'llama3':
+            factor = 1
+    for key in CONTEXT_LENGTH_KEYS:
+        value = text.get(key)
+        if value is not None:
+            try:
+                return int(float(factor) * int(value))
+            except (TypeError, ValueError):
+                raise ModelConfigError('model config: %s must be a number, got %r' % (key, value))
+    return 0
+
+
+def dsa_indexer_layers(text, root, layers):
+    """Layers that keep a DSA index-K entry: those computing fresh top-k (configs/model_config.py:488-527
+    dsa_layer_skips_topk: indexer_types, cli_factor, index_topk_pattern, index_topk_freq / index_skip_topk_offset)."""
+    def skips(layer):
+        kinds = _get(text, root, 'indexer_types')
+        if kinds is not None:
+            return 0 <= layer < len(kinds) and kinds[layer] == 'shared'
+        cli = _get(text, root, 'cli_factor') or 1
+        if cli > 1:
+            return layer % cli != 0
+        pattern = _get(text, root, 'index_topk_pattern')
+        if pattern is not None:
+            return layer < len(pattern) and pattern[layer] == 'S'
+        freq = _get(text, root, 'index_topk_freq') or 1
+        offset = _get(text, root, 'index_skip_topk_offset')
+        if offset is not None:
+            return max(layer - offset + 1, 0) % freq != 0
+        return max(layer - 1, 0) % freq != 0
+    return sum(1 for layer in range(layers) if not skips(layer))
+
+
 def family_of(arch, hybrid, architectures):
     """The planner family of an architecture, or None when the release table names it in no family."""
     if hybrid:
@@ -98,13 +150,15 @@ def model_facts(config, architectures):
     Keys: arch ('unknown' when the config names none), model_type, sized (all of SIZE_KEYS present), missing (the
     absent SIZE_KEYS), hidden, layers, heads, kv_heads, head_dim, v_head_dim, attn_output_gate, full_layer_ids,
     n_full, n_linear, hybrid, extra_buffer_supported, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, conv_kernel,
-    experts, top_k, moe_inter, shared_inter, dense_inter, vocab, tied, context (max_position_embeddings, 0 when
-    unknown), ssm_dtype, dtype, quant_method, kv_cache_quant_algo, mtp_layers (0 when unknown), mtp_layers_known,
+    experts, top_k, moe_inter, shared_inter, dense_inter, vocab, tied, context (SGLang's derived context length,
+    context_length(); 0 when unknown), ssm_dtype, dtype, quant_method, kv_cache_quant_algo, mtp_layers (0 when unknown), mtp_layers_known,
     nextn_in_config, vision, multimodal; family (a FAMILIES name, None when the table names the architecture in
     none), attention ('mla' or 'mha'), kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, q_lora_rank (MLA),
     swa_layer_ids, n_swa, sliding_window (hybrid SWA: the sliding-window layers; full_layer_ids are then the others),
-    dense_layers (leading layers with a dense MLP in an MoE model); layout (model_tensors.layout: the checkpoint's
-    per-architecture tensor details).
+    dense_layers (leading layers with a dense MLP in an MoE model), nextn_layers (num_nextn_predict_layers of the text
+    config, None when absent), dsa, index_head_dim, index_kpool, dsa_indexer_layers, learnable_sink (DeepSeek DSA),
+    draft_vocab_size, target_hidden_size, eagle_aux_layers, num_aux_hidden_states (EAGLE-3 draft configs); layout
+    (model_tensors.layout: the checkpoint's per-architecture tensor details).
     """
     if config is None:
         config = {}
@@ -144,7 +198,11 @@ def model_facts(config, architectures):
     quant = _get(text, config, 'quantization_config') or {}
     vision = config.get('vision_config')
     mtp_layers = _get(text, config, 'mtp_num_hidden_layers')
-    nextn = _get(text, config, 'num_nextn_predict_layers')
+    # configs/model_config.py:1602-1604: ModelConfig.num_nextn_predict_layers reads the TEXT config only.
+    nextn = text.get('num_nextn_predict_layers')
+    model_type = config.get('model_type') or text.get('model_type')
+    dsa = arch in (architectures.get('dsa') or ()) and _get(text, config, 'index_topk') is not None
+    eagle = _get(text, config, 'eagle_config') or {}
     return dict(
         arch=arch,
         model_type=config.get('model_type') or text.get('model_type'),
@@ -168,15 +226,27 @@ def model_facts(config, architectures):
         dense_inter=_int(text, config, 'intermediate_size'),
         vocab=_int(text, config, 'vocab_size'),
         tied=bool(_get(text, config, 'tie_word_embeddings', False)),
-        context=_int(text, config, 'max_position_embeddings'),
+        context=context_length(text, text.get('model_type') or model_type),
         ssm_dtype=_get(text, config, 'mamba_ssm_dtype', 'float32'),
         dtype=str(_get(text, config, 'dtype', _get(text, config, 'torch_dtype', 'bfloat16'))).replace('torch.', ''),
         quant_method=quant.get('quant_method') if isinstance(quant, dict) else None,
         kv_cache_quant_algo=quant.get('kv_cache_quant_algo') if isinstance(quant, dict) else None,
         mtp_layers=int(mtp_layers if mtp_layers is not None else (nextn or 0)),
         mtp_layers_known=mtp_layers is not None or nextn is not None,
-        # spec_aux_hidden_state.py folds the draft layer into the KV cell only for num_nextn_predict_layers > 0.
+        # spec_aux_hidden_state.py:172-174 folds num_nextn_predict_layers draft layers into the KV cell when it is
+        # set (pool_configurator.py:267-271: only when > 0); None when the config has no such key.
         nextn_in_config=bool(nextn),
+        nextn_layers=int(nextn) if nextn is not None else None,
+        # DeepSeek DSA (configs/model_config.py:191-212 is_deepseek_dsa): the indexer cache and its defaults.
+        dsa=dsa, index_head_dim=_int(text, config, 'index_head_dim') if dsa else 0,
+        index_kpool=(_int(text, config, 'index_kpool', 1) or 1) if dsa else 1,
+        dsa_indexer_layers=dsa_indexer_layers(text, config, layers) if dsa else 0,
+        learnable_sink=bool(_get(text, config, 'learnable_sink', False)),
+        # EAGLE-3 draft checkpoints (models/llama_eagle3.py).
+        draft_vocab_size=_int(text, config, 'draft_vocab_size') or None,
+        target_hidden_size=_int(text, config, 'target_hidden_size') or None,
+        eagle_aux_layers=len(eagle.get('eagle_aux_hidden_state_layer_ids') or []) if isinstance(eagle, dict) else 0,
+        num_aux_hidden_states=_int(text, config, 'num_aux_hidden_states') or None,
         vision=vision if isinstance(vision, dict) else None,
         multimodal=arch in architectures['multimodal'] or isinstance(vision, dict),
         layout=_layout(text, config, arch, config.get('model_type')),

@@ -18,13 +18,22 @@ from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks
 
 # key -> (types, required, nested schema or None)
 _NUM = (int, float)
+# An EAGLE-3 draft checkpoint (--speculative-draft-model-path): its repository, revision and config.json facts.
+DRAFT = {
+    'hf_repo': ((str,), True, None),
+    'hf_revision': ((str, type(None)), False, None),
+    'config': ((dict,), True, None),
+}
 SPECULATIVE = {
     # NEXTN when absent (SGLang's built-in MTP); a profile with num_draft_tokens: 0 has MTP off and needs none.
     'algorithm': ((str,), False, None),
     'num_steps': ((int,), False, None),
     'eagle_topk': ((int,), False, None),
-    'num_draft_tokens': ((int,), True, None),
+    # Required unless algorithm is given: then absent steps / topk / draft tokens are SGLang's auto choice for the
+    # target architecture (release defaults speculative_auto_params[_by_arch]).
+    'num_draft_tokens': ((int,), False, None),
     'expected_accept_length': (_NUM, False, None),
+    'draft': ((dict,), False, DRAFT),
 }
 SERVING = {
     'tp_size': ((int,), True, None),
@@ -74,6 +83,10 @@ CONFIG_KEYS = (
     # MoE naming of DeepSeek / Kimi / GLM-4.5 and Mixtral / gpt-oss, and MLA.
     'n_routed_experts', 'n_shared_experts', 'first_k_dense_replace', 'num_local_experts', 'experts_per_token',
     'kv_lora_rank', 'qk_rope_head_dim', 'qk_nope_head_dim', 'q_lora_rank',
+    # SGLang's context length (get_context_length), DeepSeek DSA and EAGLE-3 drafts.
+    'max_sequence_length', 'seq_length', 'max_seq_len', 'model_max_length', 'rope_scaling', 'index_topk',
+    'index_head_dim', 'index_kpool', 'learnable_sink', 'draft_vocab_size', 'target_hidden_size', 'eagle_config',
+    'num_aux_hidden_states',
 )
 CONFIG_REQUIRED = ('hidden_size', 'num_hidden_layers', 'num_attention_heads', 'max_position_embeddings')
 
@@ -146,6 +159,15 @@ def check_model(name, data):
             out.append(('models/%s.yml.name' % name, data['name'], 'must equal the file name %r' % name,
                         'set name: %s' % name))
         check_config(data.get('config'), 'models/%s.yml.config' % name, out)
+        spec = (data.get('serving') or {}).get('speculative') if isinstance(data.get('serving'), dict) else None
+        if isinstance(spec, dict):
+            where = 'models/%s.yml.serving.speculative' % name
+            if spec.get('num_draft_tokens') is None and not spec.get('algorithm'):
+                out.append((where + '.num_draft_tokens', None, 'is required unless algorithm is given (0 turns '
+                            'speculative decoding off)', 'add num_draft_tokens (e.g. 0), or algorithm for SGLang\'s '
+                            'auto steps/topk/draft tokens'))
+            if isinstance(spec.get('draft'), dict):
+                check_config(spec['draft'].get('config'), where + '.draft.config', out)
     return out
 
 

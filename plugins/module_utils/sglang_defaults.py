@@ -66,15 +66,23 @@ def _activation_tokens(release, chunked_prefill_size):
 
 
 def default_mem_fraction(release, gpu_mem_mib, tp_size, chunked_prefill_size, decode_max_bs, prefill_graph, spec,
-                         multimodal, vision_config, pp_size=1, mla=False):
+                         multimodal, vision_config, pp_size=1, mla=False, attn_dp_size=1):
     """The mem_fraction_static SGLang derives when the flag is unset, with the reserve that produced it (MiB).
 
     mla: the model uses MLA attention; memory_hook.reserve_for_graph_mb then reserves a flat 1.5 GiB for the prefill
     graphs instead of 8 MiB per captured size.
+    attn_dp_size: DP attention adds decode max_bs x attn_dp_size x 3 MiB, and x 1.5 more above max_bs 300
+    (arg_groups/memory_hook.py:370-378). The heuristic runs before DP attention divides chunked_prefill_size
+    (arg_groups/pipeline.py: memory hook first), so ``chunked_prefill_size`` is the undivided value here.
     """
     planner = release['planner']
     reserved = 512 + _activation_tokens(release, chunked_prefill_size) * 1.5 + tp_size * pp_size / 8.0 * 1024
     reserved += decode_max_bs * 2
+    if attn_dp_size > 1:
+        dp = planner['dp_attention_graph_reserve']
+        reserved += decode_max_bs * attn_dp_size * dp['mib_per_bs']
+        if decode_max_bs > dp['large_bs']:
+            reserved += decode_max_bs * attn_dp_size * dp['extra_mib_per_bs']
     prefill_sizes = []
     if prefill_graph and chunked_prefill_size and chunked_prefill_size > 0:
         prefill_sizes = prefill_graph_sizes(min(8192, chunked_prefill_size) if mla else chunked_prefill_size)
@@ -93,7 +101,11 @@ def default_mem_fraction(release, gpu_mem_mib, tp_size, chunked_prefill_size, de
 
 
 def runtime_reserve_mib(release, gpu_mem_mib, tp_size, chunked_prefill_size, pp_size=1):
-    """runtime_context.pre_capture_activation_reserve_mb: what SGLang budgets for activations outside the pools."""
+    """runtime_context.pre_capture_activation_reserve_mb: what SGLang budgets for activations outside the pools.
+
+    ``chunked_prefill_size`` is the value at run time: under DP attention chunked_prefill_size // attn_dp_size
+    (arg_groups/parallel_hook.py:327-332; runtime_context.py:1797-1819 reads the scheduler's value).
+    """
     reserved = 512 + _activation_tokens(release, chunked_prefill_size) * 1.5 + tp_size * pp_size / 8.0 * 1024
     if gpu_mem_mib is not None and gpu_mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
@@ -241,16 +253,34 @@ def mamba_ratio(release, strategy, radix_cache, disable_overlap):
     return release['defaults']['mamba_cache_ratio'] + extra
 
 
-def mamba_pool(release, rest_gib, per_slot, ratio, spec_draft_tokens, max_running, radix_cache):
+def mamba_pool(release, rest_gib, per_slot, ratio, spec_draft_tokens, max_running, radix_cache,
+               max_mamba_cache_size=None, mamba_full_memory_ratio=None, attn_dp_size=1):
     """Size the mamba/GDN state pool from the budget left after weights (GiB).
 
     Mirrors kv_cache_configurator._handle_max_mamba_cache (planner family with padded_mamba_pool) or
-    model_runner_kv_cache_mixin.handle_max_mamba_cache (without). Returns dict with slots (max_mamba_cache_size),
-    spec_state_bytes, pool_bytes (charged) and rest_gib (left for the KV cache).
+    model_runner_kv_cache_mixin.handle_max_mamba_cache (without). Returns dict with slots (max_mamba_cache_size,
+    per DP worker), spec_state_bytes, pool_bytes (charged), rest_gib (left for the KV cache) and mode
+    (explicit / from_max_running_requests / memory).
+
+    The pinned release (mem_cache/kv_cache_configurator.py:3229-3409), three modes:
+    1. --max-mamba-cache-size given (:3303-3324): K = max_mamba_cache_size // attn_dp_size; with spec it reserves
+       per_slot x (min(max(1, max_running // attn_dp_size), K // ratio) + 1) x D;
+    2. radix cache off and max_running_requests set (:3325-3344): K = max(1, max_running // attn_dp_size); spec
+       reserves per_slot x (K + 1) x D;
+    3. otherwise (:3345-3386): K from the budget share r / (1 + r), r = --mamba-full-memory-ratio (default 0.9),
+       jointly with the spec reservation; its cap divides max_running by attn_dp_size too.
     """
     full_memory_ratio = release['defaults']['mamba_full_memory_ratio']
+    if mamba_full_memory_ratio is not None:
+        full_memory_ratio = mamba_full_memory_ratio
     spec = bool(spec_draft_tokens)
     spec_bytes = 0.0
+    dp = max(1, int(attn_dp_size or 1))
+    mode = 'memory'
+    if not release['planner']['padded_mamba_pool'] and (max_mamba_cache_size is not None or dp > 1
+                                                        or mamba_full_memory_ratio is not None):
+        raise SglangRuleError('--max-mamba-cache-size, --mamba-full-memory-ratio and DP attention are modelled for '
+                              'the configurator planner (0.5.18 on) only, not for sglang %s' % release['version'])
     if not release['planner']['padded_mamba_pool']:
         if spec:
             spec_bytes = float(per_slot * max_running * spec_draft_tokens)
@@ -262,8 +292,16 @@ def mamba_pool(release, rest_gib, per_slot, ratio, spec_draft_tokens, max_runnin
             slots = int((budget * GIB) // per_slot)
         charged = slots * per_slot
     else:
-        if not radix_cache and max_running is not None:
-            slots = max(1, max_running)
+        if max_mamba_cache_size is not None:
+            mode = 'explicit'
+            slots = max_mamba_cache_size // dp
+            if spec:
+                capped = min(max(1, max_running // dp), slots // ratio)
+                spec_bytes = float(per_slot * (capped + 1) * spec_draft_tokens)
+                rest_gib -= spec_bytes / GIB
+        elif not radix_cache and max_running is not None:
+            mode = 'from_max_running_requests'
+            slots = max(1, max_running // dp)
             if spec:
                 spec_bytes = float(per_slot * (slots + 1) * spec_draft_tokens)
                 rest_gib -= spec_bytes / GIB
@@ -272,7 +310,7 @@ def mamba_pool(release, rest_gib, per_slot, ratio, spec_draft_tokens, max_runnin
             if spec:
                 slots = int((budget_bytes - per_slot * (1 + spec_draft_tokens))
                             // (per_slot * (1 + spec_draft_tokens / float(ratio))))
-                capped = min(max(1, max_running), slots // ratio)
+                capped = min(max(1, max_running // dp), slots // ratio)
                 spec_bytes = float(per_slot * (capped + 1) * spec_draft_tokens)
                 rest_gib -= spec_bytes / GIB
             else:
@@ -283,7 +321,7 @@ def mamba_pool(release, rest_gib, per_slot, ratio, spec_draft_tokens, max_runnin
             'Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size=%d '
             '(total_rest_memory=%.2f GB, mamba_cache_per_req=%.2f MB).' % (slots, rest_gib, per_slot / float(1 << 20)))
     return dict(slots=slots, spec_state_bytes=spec_bytes, pool_bytes=charged, rest_gib=rest_gib - charged / GIB,
-                allocated_slots=slots + 1)
+                allocated_slots=slots + 1, mode=mode, full_memory_ratio=full_memory_ratio)
 
 
 def kv_tokens(rest_gib, cell_bytes, page_size):
@@ -292,13 +330,19 @@ def kv_tokens(rest_gib, cell_bytes, page_size):
     return tokens // page_size * page_size
 
 
-def max_running_requests(release, tokens, context_length, requested, mamba_slots, ratio):
-    """resolve_max_num_reqs (configurator) / _resolve_max_num_reqs (apr). Returns (value, what bound it)."""
+def max_running_requests(release, tokens, context_length, requested, mamba_slots, ratio, attn_dp_size=1):
+    """resolve_max_num_reqs (configurator) / _resolve_max_num_reqs (apr). Returns (value per DP worker, what bound it).
+
+    The pinned release (mem_cache/kv_cache_configurator.py:3119-3172): an explicit value (or the speculative default 48) is split
+    over the DP workers, max(1, requested // attn_dp_size) (:3128), then capped by tokens // 2; the unset estimate
+    (2048..4096) is per worker already and not divided.
+    """
     estimated = max(min(int(tokens / float(context_length) * 512), 4096), 2048)
     if requested is not None:
         if release['planner']['cap_requested_by_estimate']:
             value, bound = min(requested, estimated), ('requested' if requested <= estimated else 'estimate')
         else:
+            requested = max(1, requested // max(1, int(attn_dp_size or 1)))
             value, bound = min(requested, tokens // 2), ('requested' if requested <= tokens // 2 else 'kv_tokens')
     else:
         value, bound = min(estimated, tokens // 2), ('estimate' if estimated <= tokens // 2 else 'kv_tokens')

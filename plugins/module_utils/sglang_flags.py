@@ -21,10 +21,15 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError, model_facts
+from ansible_collections.llmops.inference.plugins.module_utils.model_config import (
+    ModelConfigError,
+    context_length,
+    model_facts,
+)
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import resolve_mamba_strategy
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import quant_config
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import resolve as resolve_quantization
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_layout import LayoutError, speculative_params
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import (
     CHOICE_OPTIONS, ReleaseError, check_choice)
 
@@ -50,10 +55,18 @@ def _pick(*values):
     return None
 
 
-def speculative_settings(model, draft_tokens=None, steps=None, topk=None, algorithm=None):
-    """MTP settings from the profile with overrides; None when speculative decoding is off."""
+def speculative_settings(model, draft_tokens=None, steps=None, topk=None, algorithm=None, release=None, arch=None):
+    """MTP settings from the profile with overrides; None when speculative decoding is off.
+
+    A profile that names the algorithm but no draft tokens gets SGLang's auto choice for the target architecture
+    (sglang_layout.speculative_params, given ``release`` and ``arch``), rendered explicitly.
+    """
     spec = dict(((model or {}).get('serving') or {}).get('speculative') or {})
     draft = _pick(draft_tokens, spec.get('num_draft_tokens'))
+    if draft is None and spec.get('algorithm') and release is not None:
+        steps_a, topk_a, draft = speculative_params(release, arch, spec['algorithm'], _pick(steps, spec.get('num_steps')),
+                                                    _pick(topk, spec.get('eagle_topk')))
+        steps, topk = _pick(steps, steps_a), _pick(topk, topk_a)
     if not draft:
         return None
     return dict(
@@ -138,9 +151,12 @@ def render(release, model, plan=None, host=None, server=None):
     pp = int(_pick(server.get('pp_size'), 1))
     nnodes = int(_pick(host.get('nnodes'), 1))
     node_rank = host.get('node_rank')
-    spec = speculative_settings(model, server.get('speculative_num_draft_tokens'),
-                                server.get('speculative_num_steps'), server.get('speculative_eagle_topk'),
-                                server.get('speculative_algorithm'))
+    try:
+        spec = speculative_settings(model, server.get('speculative_num_draft_tokens'),
+                                    server.get('speculative_num_steps'), server.get('speculative_eagle_topk'),
+                                    server.get('speculative_algorithm'), release, facts['arch'])
+    except LayoutError as exc:
+        raise FlagError(str(exc))
     radix = _pick(server.get('radix_cache'), True)
     page_size = _pick(server.get('page_size'), plan.get('page_size_explicit'))
     chunked = server.get('chunked_prefill_size')
@@ -161,6 +177,17 @@ def render(release, model, plan=None, host=None, server=None):
         argv += ['--served-model-name', str(served)]
     argv += ['--host', str(_pick(server.get('host'), '127.0.0.1')), '--port', str(int(_pick(server.get('port'), 30000)))]
     argv += ['--tp-size', str(tp)]
+    # DP attention (arg_groups/parallel_hook.py:39-61 rewrites --dp-size N --enable-dp-attention to attn_dp_size N).
+    dp = int(_pick(server.get('dp_size'), 1))
+    if dp > 1 and server.get('enable_dp_attention'):
+        argv += ['--dp-size', str(dp), '--enable-dp-attention']
+    if dp > 1 and not server.get('enable_dp_attention'):
+        _check(preflight, 'dp_attention', 'dp_size %d without enable_dp_attention would start %d replicas of the '
+               'whole server (%d GPUs each).' % (dp, dp, tp), 'Set llmops_enable_dp_attention: true, or llmops_dp_size: 1.')
+    elif dp > 1 and tp % dp:
+        _check(preflight, 'dp_attention', 'tp_size %d is not divisible by dp_size %d (SGLang asserts tp_size %% '
+               'attn_dp_size == 0, arg_groups/parallel_hook.py:326).' % (tp, dp),
+               'Use an llmops_dp_size that divides llmops_tp_size %d.' % tp)
     if pp > 1:
         argv += ['--pp-size', str(pp)]
     if nnodes > 1:
@@ -179,12 +206,21 @@ def render(release, model, plan=None, host=None, server=None):
 
     # Speculative decoding (MTP). NEXTN 3/1/4 is also SGLang's auto choice for Qwen3.5; rendered explicitly so the
     # unit says what runs.
+    draft_path = server.get('speculative_draft_model_path')
+    draft_config = (((serving.get('speculative') or {}).get('draft') or {}).get('config')) if spec else None
+    if spec and spec['algorithm'].upper() == 'EAGLE3':
+        # EAGLE-3 loads its own draft checkpoint: --speculative-draft-model-path (speculative_hook.py has no
+        # built-in EAGLE-3 head for any target).
+        if not draft_path:
+            _check(preflight, 'draft_path', 'speculative algorithm EAGLE3 without a draft checkpoint directory.',
+                   'Give the profile serving.speculative.draft {hf_repo, hf_revision, config}; the deploy downloads it '
+                   'beside the model.')
+    elif spec and (facts['sized'] or facts['mtp_layers_known']) and facts['mtp_layers'] < 1:
+        _check(preflight, 'mtp_layers', 'The model profile declares no MTP layers (mtp_num_hidden_layers / '
+               'num_nextn_predict_layers 0 or missing): the checkpoint has no MTP head for '
+               '--speculative-algorithm %s.' % spec['algorithm'],
+               'Set speculative_num_draft_tokens: 0 (no MTP) or use a checkpoint with MTP layers.')
     if spec:
-        if (facts['sized'] or facts['mtp_layers_known']) and facts['mtp_layers'] < 1:
-            _check(preflight, 'mtp_layers', 'The model profile declares no MTP layers (mtp_num_hidden_layers / '
-                   'num_nextn_predict_layers 0 or missing): the checkpoint has no MTP head for '
-                   '--speculative-algorithm %s.' % spec['algorithm'],
-                   'Set speculative_num_draft_tokens: 0 (no MTP) or use a checkpoint with MTP layers.')
         if spec['eagle_topk'] == 1 and spec['num_draft_tokens'] != spec['num_steps'] + 1:
             # speculative_hook._handle_eagle_family: with topk 1 the draft tokens are steps + 1 whatever is asked;
             # the unit states what runs (and the plan plans it).
@@ -194,6 +230,8 @@ def render(release, model, plan=None, host=None, server=None):
         argv += ['--speculative-algorithm', spec['algorithm'], '--speculative-num-steps', str(spec['num_steps']),
                  '--speculative-eagle-topk', str(spec['eagle_topk']),
                  '--speculative-num-draft-tokens', str(spec['num_draft_tokens'])]
+        if draft_path and spec['algorithm'].upper() == 'EAGLE3':
+            argv += ['--speculative-draft-model-path', str(draft_path)]
 
     # Hybrid GDN models: the mamba radix-cache strategy as the release resolves it (the planner's resolution), under
     # the name this release uses, always explicit with the radix cache on so the unit says what runs; the overlap
@@ -209,6 +247,12 @@ def render(release, model, plan=None, host=None, server=None):
     notes.extend(mamba['notes'])
     if strategy:
         argv += [rules['mamba_flag'], strategy]
+    if facts['hybrid']:
+        # kv_cache_configurator.py:3303-3324 (slots, split over DP workers) and :3345-3356 (the pool's share).
+        if server.get('max_mamba_cache_size') is not None:
+            argv += ['--max-mamba-cache-size', str(int(server['max_mamba_cache_size']))]
+        if server.get('mamba_full_memory_ratio') is not None:
+            argv += ['--mamba-full-memory-ratio', ('%.4f' % float(server['mamba_full_memory_ratio'])).rstrip('0').rstrip('.')]
     if not radix:
         argv += ['--disable-radix-cache']
     if mamba['disable_overlap_schedule']:
@@ -306,7 +350,8 @@ def render(release, model, plan=None, host=None, server=None):
     preflight.extend(preflight_checks(release, facts, dict(
         tp=tp, pp=pp, nnodes=nnodes, node_rank=node_rank, served=served, page_size=page_size,
         chunked=_pick(chunked, plan.get('chunked_prefill_size')), context=context, spec=spec,
-        attention_backend=attention_backend, compute_capability=host.get('compute_capability'), env=env)))
+        attention_backend=attention_backend, compute_capability=host.get('compute_capability'), env=env,
+        draft_config=draft_config)))
 
     out_rules = dict((k, v) for k, v in rules.items() if k != 'mamba_choices')
     out_rules['version'] = version
@@ -393,6 +438,25 @@ def preflight_checks(release, facts, s):
                'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1' % (int(s['context']), int(facts['context'])),
                'Lower llmops_context_length to at most %d.' % int(facts['context']))
     spec = s['spec']
+    draft_config = s.get('draft_config')
+    if spec and isinstance(draft_config, dict) and s['env'].get('SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN') != '1':
+        # The draft worker is built with the target's context length (speculative/eagle_worker_v2.py:229) and its
+        # ModelConfig refuses one above its own derived context (configs/model_config.py:1291-1316).
+        text = draft_config.get('text_config') if isinstance(draft_config.get('text_config'), dict) else draft_config
+        try:
+            derived = context_length(text, text.get('model_type'))
+        except ModelConfigError:
+            derived = 0
+        target = int(s['context']) if s['context'] is not None else facts['context']
+        if derived and target and target > derived:
+            _check(out, 'draft_context_length',
+                   "Warning: Target model's context_length (%d) is greater than the derived context_length (%d). This "
+                   "may lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ "
+                   "from max_position_embeddings in the model's config. To allow overriding this maximum, set the env "
+                   "var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" % (target, derived),
+                   'Lower llmops_context_length to at most %d (the draft\'s own limit), or set llmops_environment: '
+                   '{SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: "1"} to let the draft run past its trained length.'
+                   % derived)
     backend = s['attention_backend']
     if spec and backend == 'trtllm_mha' and spec['eagle_topk'] > 1:
         _check(out, 'trtllm_topk', 'trtllm_mha backend only supports topk = 1 for speculative decoding.',

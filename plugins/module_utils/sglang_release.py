@@ -63,6 +63,45 @@ def _is_backend_map(value):
     return isinstance(value, dict) and all(isinstance(k, _STRING) and _IS_STR_LIST[0](v) for k, v in value.items())
 
 
+def _is_params(value):
+    return (isinstance(value, list) and len(value) == 3
+            and all(isinstance(i, int) and not isinstance(i, bool) for i in value))
+
+
+def _is_page_rule(value):
+    return (isinstance(value, list) and len(value) == 2 and isinstance(value[0], int)
+            and isinstance(value[1], list) and all(isinstance(i, int) for i in value[1]))
+
+
+def _is_sm100_pages(value):
+    return value is None or (isinstance(value, dict) and sorted(value) == ['mha', 'mla']
+                             and all(_is_page_rule(v) for v in value.values()))
+
+
+def _is_dp_reserve(value):
+    return value is None or (isinstance(value, dict) and sorted(value) == ['extra_mib_per_bs', 'large_bs', 'mib_per_bs']
+                             and all(isinstance(v, _NUMBER) and not isinstance(v, bool) for v in value.values()))
+
+
+def _is_pair_map(value):
+    return (isinstance(value, dict) and sorted(value) == ['hopper', 'sm100']
+            and all(_IS_STR_LIST[0](v) and len(v) == 2 for v in value.values()))
+
+
+def _is_dsa(value):
+    if value is None:
+        return True
+    if not isinstance(value, dict) or sorted(value) != ['backends', 'indexer_quant_block', 'kv_cache_dtype_auto',
+                                                        'page_size', 'raw_layout_backend']:
+        return False
+    dtypes = value['kv_cache_dtype_auto']
+    return (isinstance(value['page_size'], int) and isinstance(value['indexer_quant_block'], int)
+            and isinstance(dtypes, dict) and sorted(dtypes) == ['hopper', 'sm100']
+            and isinstance(value['backends'], dict) and set(dtypes.values()) <= set(value['backends'])
+            and all(_is_pair_map(v) for v in value['backends'].values())
+            and _IS_STR[0](value['raw_layout_backend']))
+
+
 PLANNER_KEYS = {
     'source': _IS_STR,
     'buckets': (_is_buckets, 'a list of [GiB limit or null, chunked_prefill_size, max_bs tp<4, max_bs tp>=4] rows '
@@ -78,6 +117,10 @@ PLANNER_KEYS = {
     'sm100_hybrid_page_size': _IS_INT_OR_NULL,
     'swa_full_tokens_ratio': (lambda v: v is None or (isinstance(v, _NUMBER) and not isinstance(v, bool) and 0 < v <= 1),
                               'a number in (0, 1], or null where that release\'s SWA pool was never read'),
+    'sm100_default_pages': (_is_sm100_pages, 'null or {mha: [page, [allowed pages]], mla: [page, [allowed pages]]}'),
+    'dp_attention_graph_reserve': (_is_dp_reserve, 'null or {mib_per_bs, large_bs, extra_mib_per_bs}'),
+    'dsa': (_is_dsa, 'null or {page_size, indexer_quant_block, kv_cache_dtype_auto: {sm100, hopper}, backends: '
+                     '{<dtype>: {sm100: [prefill, decode], hopper: [prefill, decode]}}, raw_layout_backend}'),
 }
 FLAG_KEYS = {
     'mamba_flag': _IS_STR_OR_NULL,
@@ -94,8 +137,9 @@ FLAG_KEYS = {
 }
 DEFAULT_KEYS = {
     'speculative_max_running_requests': _IS_INT,
-    'speculative_auto_params': (lambda v: isinstance(v, list) and len(v) == 3 and all(
-        isinstance(i, int) and not isinstance(i, bool) for i in v), '[steps, topk, draft tokens]'),
+    'speculative_auto_params': (_is_params, '[steps, topk, draft tokens]'),
+    'speculative_auto_params_by_arch': (lambda v: isinstance(v, dict) and all(
+        isinstance(k, _STRING) and _is_params(p) for k, p in v.items()), 'architecture -> [steps, topk, draft tokens]'),
     'mamba_cache_ratio': _IS_INT,
     'mamba_full_memory_ratio': _IS_NUMBER,
     'mamba_track_interval': _IS_INT,
@@ -114,7 +158,14 @@ ARCHITECTURE_KEYS = {
     'mla': _IS_STR_LIST,
     'hybrid_swa': _IS_STR_LIST,
     'gqa': _IS_STR_LIST,
+    'dsa': _IS_STR_LIST,
+    'deepseek_family': _IS_STR_LIST,
+    'sm100_hybrid_page': _IS_STR_LIST,
+    'eagle3_draft': _IS_STR_LIST,
+    'dp_attention': _IS_STR_LIST,
 }
+# Defaults a release may lack (read for some releases only; the planner falls back where one is absent).
+OPTIONAL_DEFAULT_KEYS = ('speculative_auto_params_by_arch',)
 RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults', 'host_programs', 'quantization', 'detection')
 # A program the release runs from the host's PATH and silently does without: the package that provides it, why, and
 # the release's own message when it is missing (tests/sglang/test_parser.py finds it in the pinned source).
@@ -252,7 +303,10 @@ def load_table(data):
             _check_keys(where + '.choices', entry['choices'], dict((k, _IS_STR_LIST) for k in CHOICE_OPTIONS),
                         required=False)
         if 'defaults' in entry:
-            _check_keys(where + '.defaults', entry['defaults'], DEFAULT_KEYS)
+            _check_keys(where + '.defaults', entry['defaults'], DEFAULT_KEYS, required=False)
+            missing = sorted(k for k in DEFAULT_KEYS if k not in entry['defaults'] and k not in OPTIONAL_DEFAULT_KEYS)
+            if missing:
+                raise ReleaseError('%s: %s.defaults lacks %s' % (TABLE_PATH, where, ', '.join(missing)))
         for program, spec in (entry.get('host_programs') or {}).items():
             _check_keys('%s.host_programs.%s' % (where, program), spec, HOST_PROGRAM_KEYS)
         releases[version] = copy.deepcopy(entry)
@@ -312,6 +366,9 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
         multimodal=frozenset(arch['multimodal']),
         breakable_graph_multimodal=frozenset(arch['breakable_graph_multimodal']),
         mla=frozenset(arch['mla']), hybrid_swa=frozenset(arch['hybrid_swa']), gqa=frozenset(arch['gqa']),
+        dsa=frozenset(arch['dsa']), deepseek_family=frozenset(arch['deepseek_family']),
+        sm100_hybrid_page=frozenset(arch['sm100_hybrid_page']), eagle3_draft=frozenset(arch['eagle3_draft']),
+        dp_attention=frozenset(arch['dp_attention']),
         blackwell_gdn_backends=dict((str(k), tuple(v)) for k, v in arch['blackwell_gdn_backends'].items()),
     )
     # The quantization rules and the parser-detection rules (None where that release's code was never read: the

@@ -39,7 +39,23 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults i
     resolve_mamba_strategy,
     runtime_reserve_mib,
 )
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_layout import (
+    LayoutError,
+    attention_parallel,
+    default_page_size,
+    dsa_layout,
+    req_to_token_bytes,
+    speculative_params,
+)
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, check_choice
+from ansible_collections.llmops.inference.plugins.module_utils.spec_draft import (
+    DraftError,
+    check_algorithm,
+    draft_facts,
+    draft_kv_layer_bytes,
+    draft_layers,
+    draft_weights,
+)
 from ansible_collections.llmops.inference.plugins.module_utils.weight_bytes import WeightBytesError, checkpoint_bytes
 
 MIB = 1 << 20
@@ -54,7 +70,8 @@ DEFAULT_ACCEPT_LENGTH = 3.1          # published accept length for NEXTN 3/1/4 o
 
 
 class PlanError(Exception):
-    """The plan cannot be made, or SGLang would refuse to start. ``kind`` says which."""
+    """The plan cannot be made, or SGLang would refuse to start. ``kind`` says which; ``details['variable']``, when
+    given, is the llmops_* setting the operator has to change."""
 
     def __init__(self, msg, kind='input', **details):
         super(PlanError, self).__init__(msg)
@@ -112,29 +129,36 @@ def sized_facts(config, release):
     return facts
 
 
-def check_tp(facts, tp):
-    """The head divisibility SGLang asserts when it builds the layers (qwen3_next.py / qwen3_5.py / mamba_utils)."""
+def check_tp(facts, tp, attn_tp=None):
+    """The head divisibility SGLang asserts when it builds the layers (qwen3_next.py / qwen3_5.py / mamba_utils).
+
+    Attention and GDN heads are split over the attention-TP group (models/qwen3.py:164-177, qwen3_next.py:622-635:
+    attn_tp_size = tp // attn_dp_size under DP attention); MoE experts over the whole TP group.
+    """
+    attn_tp = attn_tp or tp
+    width = 'tp %d' % tp if attn_tp == tp else 'attention tp %d (tp %d / dp %d)' % (attn_tp, tp, tp // attn_tp)
     problems = []
     mha = facts['attention'] == 'mha'
     if tp < 1:
         problems.append('tp_size must be >= 1')
-    elif facts['heads'] % tp:
-        problems.append('num_attention_heads %d is not divisible by tp %d (assert total_num_heads %% attn_tp_size == 0)'
-                        % (facts['heads'], tp))
-    if mha and tp >= 1 and facts['kv_heads'] >= tp and facts['kv_heads'] % tp:
-        problems.append('num_key_value_heads %d is not divisible by tp %d' % (facts['kv_heads'], tp))
-    if mha and tp >= 1 and facts['kv_heads'] < tp and tp % facts['kv_heads']:
-        problems.append('tp %d is not a multiple of num_key_value_heads %d (KV heads are replicated when tp > kv heads)'
-                        % (tp, facts['kv_heads']))
+    elif facts['heads'] % attn_tp:
+        problems.append('num_attention_heads %d is not divisible by %s (assert total_num_heads %% attn_tp_size == 0)'
+                        % (facts['heads'], width))
+    if mha and tp >= 1 and facts['kv_heads'] >= attn_tp and facts['kv_heads'] % attn_tp:
+        problems.append('num_key_value_heads %d is not divisible by %s' % (facts['kv_heads'], width))
+    if mha and tp >= 1 and facts['kv_heads'] < attn_tp and attn_tp % facts['kv_heads']:
+        problems.append('%s is not a multiple of num_key_value_heads %d (KV heads are replicated when tp > kv heads)'
+                        % (width, facts['kv_heads']))
     if tp >= 1 and facts['hybrid']:
         for key, name in (('lin_v_heads', 'linear_num_value_heads'), ('lin_k_heads', 'linear_num_key_heads')):
-            if facts[key] % tp:
-                problems.append('%s %d is not divisible by tp %d (GDN heads are sharded: num_heads // attn_tp_size)'
-                                % (name, facts[key], tp))
+            if facts[key] % attn_tp:
+                problems.append('%s %d is not divisible by %s (GDN heads are sharded: num_heads // attn_tp_size)'
+                                % (name, facts[key], width))
     if tp >= 1 and facts['experts'] and facts['moe_inter'] % tp:
         problems.append('moe_intermediate_size %d is not divisible by tp %d' % (facts['moe_inter'], tp))
     if problems:
-        raise PlanError('tp_size %d does not fit %s: %s' % (tp, facts['arch'], '; '.join(problems)), kind='tp')
+        raise PlanError('tp_size %d does not fit %s: %s' % (tp, facts['arch'], '; '.join(problems)), kind='tp',
+                        variable='llmops_dp_size' if attn_tp != tp else 'llmops_tp_size')
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -282,19 +306,44 @@ def kv_layer_bytes(f, tp, kv_bytes):
     return kv_heads_per_rank(f, tp) * (f['head_dim'] + f['v_head_dim']) * kv_bytes, True
 
 
-def kv_cell_bytes(f, tp, kv_bytes, draft_layers_in_budget, swa_ratio=None):
+def kv_cell_bytes(f, tp, kv_bytes, draft_layers_in_budget, swa_ratio=None, dsa=None):
     """The per-token cell of the token budget, and the part of it that is the draft's layers (when in the budget).
 
-    DefaultPoolConfigurator: the full-attention layers (every layer but the GDN ones), plus EAGLE/NEXTN draft layers
-    when the config names them. HybridSWAPoolConfigurator: full layers + swa_ratio x sliding-window layers (SWA
-    tokens = full tokens x swa_ratio); the budget divides by this cell and reports the full-layer token count.
+    DefaultPoolConfigurator (model_executor/pool_configurator.py:218-314): the full-attention layers (every layer but
+    the GDN ones), plus EAGLE/NEXTN draft layers priced as int(target cell x draft layers / target layers)
+    (:310-314, "assumes the draft shares the target's per-layer KV size"). DSA (``dsa``: sglang_layout.dsa_layout):
+    the latent of every layer plus the indexer bytes of the layers that compute top-k (:399-409); a draft adds its
+    share of the latent and the indexer of all its layers (:282-309). HybridSWAPoolConfigurator: full layers +
+    swa_ratio x sliding-window layers (SWA tokens = full tokens x swa_ratio); the budget divides by this cell and
+    reports the full-layer token count.
     """
+    if dsa is not None:
+        per_layer = dsa['latent_dim'] * kv_bytes
+        kv = per_layer * f['n_full']
+        indexer = dsa['indexer_bytes_per_layer']
+        draft = 0
+        if draft_layers_in_budget > 0:
+            draft = int(kv * draft_layers_in_budget / f['n_full']) + indexer * draft_layers_in_budget
+        return kv + indexer * dsa['indexer_layers'], draft
     per_layer, _split = kv_layer_bytes(f, tp, kv_bytes)
     cell = per_layer * f['n_full']
     if f['family'] == 'hybrid_swa':
         cell += swa_ratio * per_layer * f['n_swa']
-    draft = per_layer * draft_layers_in_budget
+        return cell, per_layer * draft_layers_in_budget
+    draft = int(cell * draft_layers_in_budget / f['n_full']) if draft_layers_in_budget > 0 and f['n_full'] else 0
     return cell, draft
+
+
+def dp_attention_weights(f, tp, attn_tp, bytes_per_param):
+    """Bytes per GPU that DP attention adds: the attention (and GDN) layers are split over the attention-TP group
+    (attn_tp = tp / dp; models/qwen3.py:164-177, qwen3_next.py:622-635, :132-218) instead of all tp ranks. MLA's
+    down projections are replicated either way (param_counts counts them as replicated)."""
+    if attn_tp >= tp or not bytes_per_param:
+        return 0.0
+    mixers = f['n_linear'] * _gdn_params(f) + (f['layers'] - f['n_linear']) * _attn_params(f)
+    if f['attention'] == 'mla':
+        mixers -= (f['layers'] - f['n_linear']) * f['hidden'] * (f['q_lora_rank'] + f['kv_lora_rank'] + f['qk_rope_head_dim'])
+    return mixers * (1.0 / attn_tp - 1.0 / tp) * bytes_per_param
 
 
 def resolve_kv_bytes(release, f, kv_cache_dtype):
@@ -320,25 +369,16 @@ def resolve_kv_bytes(release, f, kv_cache_dtype):
 
 PLAN_DEFAULTS = dict(
     model_config=None, gpu_memory_mib=None, gpu_profile=None, tp_size=None, release=None,
-    mem_fraction_static=None, context_length=None, max_running_requests=None, speculative_num_draft_tokens=0,
+    mem_fraction_static=None, context_length=None, max_running_requests=None, speculative_num_draft_tokens=None,
     speculative_num_steps=None, mamba_ssm_dtype=None, kv_cache_dtype='auto', page_size=None, radix_cache=True,
     mamba_strategy='auto', disable_overlap_schedule=False, chunked_prefill_size=None, weights_bytes=None,
     free_memory_before_load_gib=None, free_memory_after_load_gib=None, runtime_overhead_gib=None,
     startup_overhead_gib=None, language_only=False, concurrency=(1, 8, 32), min_headroom_gib=DEFAULT_MIN_HEADROOM_GIB,
     target_headroom_gib=DEFAULT_TARGET_HEADROOM_GIB, mtp_accept_length=None, max_tp=None, weight_names=None,
+    # DP attention (--dp-size N --enable-dp-attention), the mamba pool flags, EAGLE-3 and the attention backend.
+    dp_size=1, enable_dp_attention=False, max_mamba_cache_size=None, mamba_full_memory_ratio=None,
+    speculative_algorithm=None, speculative_eagle_topk=None, draft_model_config=None, attention_backend=None,
 )
-
-
-def _spec_params(release, num_draft, num_steps):
-    """(steps, draft tokens) after SGLang's topk=1 adjustment; (0, 0) without MTP."""
-    if not num_draft and not num_steps:
-        return 0, 0
-    if num_steps is None:
-        num_steps = num_draft - 1 if num_draft else release['defaults']['speculative_auto_params'][0]
-    if num_steps < 1:
-        raise PlanError('speculative_num_steps must be >= 1 with MTP (got %s)' % num_steps)
-    # _handle_eagle_family: with topk == 1 draft tokens are forced to steps + 1.
-    return num_steps, num_steps + 1
 
 
 def plan(**kwargs):
@@ -356,6 +396,53 @@ def plan(**kwargs):
         raise PlanError(str(exc), kind='sglang')
     except ReleaseError as exc:
         raise PlanError(str(exc))
+    except LayoutError as exc:
+        raise PlanError(str(exc), kind='input', variable=exc.variable)
+    except DraftError as exc:
+        raise PlanError(str(exc), kind='mtp', variable=exc.variable)
+
+
+def _speculative(p, release, facts):
+    """dict(enabled, algorithm, steps, topk, draft_tokens, draft (spec_draft facts or None))."""
+    asked = p['speculative_num_draft_tokens']
+    enabled = bool(asked) or (p['speculative_algorithm'] is not None and asked is None)
+    if not enabled:
+        return dict(enabled=False, algorithm=None, steps=0, topk=0, draft_tokens=0, draft=None)
+    draft_config = p['draft_model_config']
+    algorithm = check_algorithm(p['speculative_algorithm'], draft_config is not None, facts)
+    steps, topk, draft_tokens = speculative_params(release, facts['arch'], algorithm, p['speculative_num_steps'],
+                                                   p['speculative_eagle_topk'], asked)
+    draft = draft_facts(draft_config, release) if draft_config is not None else None
+    if draft is None and facts['mtp_layers'] < 1:
+        raise PlanError('MTP requested (speculative_num_draft_tokens=%d) but %s has no MTP layers '
+                        '(mtp_num_hidden_layers/num_nextn_predict_layers is 0 or missing): set '
+                        'speculative_num_draft_tokens: 0 or use a checkpoint that ships the MTP head'
+                        % (draft_tokens, facts['arch']), kind='mtp')
+    if draft is None and p['weight_names'] is not None and not any(n.startswith('mtp.') for n in p['weight_names']):
+        raise PlanError('MTP requested but the safetensors index of the checkpoint has no mtp.* tensors '
+                        '(the MTP head was stripped, e.g. by quantization)', kind='mtp')
+    return dict(enabled=True, algorithm=algorithm, steps=steps, topk=topk, draft_tokens=draft_tokens, draft=draft)
+
+
+def _check_mamba_inputs(p, facts, attn_dp):
+    """Planner-side refusals of --max-mamba-cache-size / --mamba-full-memory-ratio (SGLang itself validates neither:
+    arg_groups/fields/schedule.py:216-227 declares them without a check)."""
+    for key in ('max_mamba_cache_size', 'mamba_full_memory_ratio'):
+        if p[key] is not None and not facts['hybrid']:
+            raise PlanError('%s %s: %s has no mamba/GDN state pool, so SGLang ignores the flag (fix: %s: null)'
+                            % (key, p[key], facts['arch'], key), kind='input', variable='llmops_' + key)
+    size = p['max_mamba_cache_size']
+    if size is not None and size // attn_dp < 1:
+        raise PlanError('max_mamba_cache_size %d: SGLang gives each of the %d DP workers max_mamba_cache_size // '
+                        'attn_dp_size = %d state slots (kv_cache_configurator.py:3303-3309) and then refuses to start '
+                        '("Not enough GPU memory for hybrid (mamba/linear-attention) state cache") (fix: '
+                        'max_mamba_cache_size: at least %d, or null to size the pool from memory)'
+                        % (size, attn_dp, size // attn_dp, attn_dp), kind='input', variable='llmops_max_mamba_cache_size')
+    ratio = p['mamba_full_memory_ratio']
+    if ratio is not None and not ratio > 0:
+        raise PlanError('mamba_full_memory_ratio %s: the mamba pool gets rest x r / (1 + r) of the budget '
+                        '(kv_cache_configurator.py:3350-3356), which is nothing for r <= 0 (fix: a ratio above 0, '
+                        'e.g. the default 0.9)' % ratio, kind='input', variable='llmops_mamba_full_memory_ratio')
 
 
 def _plan(p):
@@ -370,18 +457,12 @@ def _plan(p):
     if not gpu_mem:
         raise PlanError('give gpu_memory_mib (nvidia-smi memory.total, MiB) or a gpu_profile with memory_total_mib')
     gpu_mem = float(gpu_mem)
-    check_tp(facts, tp)
+    attn_dp, attn_tp = attention_parallel(release, tp, p['dp_size'], p['enable_dp_attention'], facts['arch'])
+    check_tp(facts, tp, attn_tp)
+    _check_mamba_inputs(p, facts, attn_dp)
 
-    steps, draft_tokens = _spec_params(release, p['speculative_num_draft_tokens'], p['speculative_num_steps'])
-    spec = draft_tokens > 0
-    if spec and facts['mtp_layers'] < 1:
-        raise PlanError('MTP requested (speculative_num_draft_tokens=%d) but %s has no MTP layers '
-                        '(mtp_num_hidden_layers/num_nextn_predict_layers is 0 or missing): set '
-                        'speculative_num_draft_tokens: 0 or use a checkpoint that ships the MTP head'
-                        % (draft_tokens, facts['arch']), kind='mtp')
-    if spec and p['weight_names'] is not None and not any(n.startswith('mtp.') for n in p['weight_names']):
-        raise PlanError('MTP requested but the safetensors index of the checkpoint has no mtp.* tensors '
-                        '(the MTP head was stripped, e.g. by quantization)', kind='mtp')
+    sp = _speculative(p, release, facts)
+    spec, steps, topk, draft_tokens, draft = sp['enabled'], sp['steps'], sp['topk'], sp['draft_tokens'], sp['draft']
 
     if p['mamba_ssm_dtype'] is not None:
         message = check_choice(release, 'mamba_ssm_dtype', p['mamba_ssm_dtype'])
@@ -391,6 +472,10 @@ def _plan(p):
     if ssm_dtype not in ('float32', 'bfloat16', 'float16'):
         raise PlanError('mamba_ssm_dtype must be float32, bfloat16 or float16, got %s' % ssm_dtype)
     kv_dtype, kv_bytes = resolve_kv_bytes(release, facts, p['kv_cache_dtype'])
+    cc = profile.get('compute_capability')
+    dsa = dsa_layout(release, facts, p['kv_cache_dtype'], cc) if facts['dsa'] else None
+    if dsa is not None:
+        kv_dtype, kv_bytes = dsa['kv_cache_dtype'], DTYPE_BYTES[dsa['kv_cache_dtype']]
     context = int(p['context_length'] or facts['context'] or 0)
     if context <= 0:
         raise PlanError('context_length unknown: give context_length or max_position_embeddings in the config')
@@ -398,42 +483,38 @@ def _plan(p):
         raise PlanError('context_length %d exceeds the model maximum %d; SGLang refuses unless '
                         'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1' % (context, facts['context']), kind='sglang')
 
-    # --- server-argument resolution (memory_hook / speculative_hook / overrides) -------------------------------
-    sm_major = int(str(profile.get('compute_capability', '0')).split('.', maxsplit=1)[0] or 0)
+    # --- server-argument resolution (memory_hook / speculative_hook / overrides / parallel_hook) ------------------
     chunk, decode_bs = capacity_defaults(release, gpu_mem, tp)
     if p['chunked_prefill_size'] is not None:
         chunk = p['chunked_prefill_size']
     if p['max_running_requests'] is not None and decode_bs > p['max_running_requests']:
         decode_bs = p['max_running_requests']
-    page_size = p['page_size']
     radix = bool(p['radix_cache'])
     # The one resolution the renderer uses too (sglang_flags.render writes its result on the command line).
     mamba = resolve_mamba_strategy(release, facts, p['mamba_strategy'], radix, p['disable_overlap_schedule'],
-                                   page_size, draft_tokens)
+                                   p['page_size'], draft_tokens)
     if mamba['refusals']:
         first = mamba['refusals'][0]
         raise SglangRuleError('%s (fix: %s)' % (first['message'], first['fix']))
     strategy, disable_overlap, notes = mamba['strategy'], mamba['disable_overlap_schedule'], list(mamba['notes'])
-    if page_size is None:
-        page_size = 1
-        # model_overrides/qwen3_5.py: on SM100 the default backend becomes trtllm_mha with page 64 unless
-        # (no extra_buffer and radix on and no spec).
-        sm100_page = rules['sm100_hybrid_page_size']
-        if (sm100_page and sm_major == 10 and facts['hybrid']
-                and not (strategy not in ('extra_buffer', 'extra_buffer_lazy') and radix and not spec)):
-            page_size = sm100_page
-            notes.append('SM100: attention backend trtllm_mha, page_size %d (SGLang default for Qwen3.5)' % sm100_page)
+    page_size, page_note = default_page_size(release, facts, p['page_size'], cc, p['attention_backend'], topk,
+                                             strategy, radix, spec)
+    if page_note:
+        notes.append(page_note)
     multimodal = facts['multimodal'] and not p['language_only']
     prefill_graph = (rules['prefill_graph_term'] and (
         not facts['multimodal'] or facts['arch'] in release['architectures']['breakable_graph_multimodal']))
     heuristic = default_mem_fraction(release, gpu_mem, tp, chunk, decode_bs, prefill_graph, spec, multimodal,
-                                     facts['vision'], mla=facts['attention'] == 'mla')
+                                     facts['vision'], mla=facts['attention'] == 'mla', attn_dp_size=attn_dp)
     frac = p['mem_fraction_static'] if p['mem_fraction_static'] is not None else heuristic['mem_fraction_static']
     if not 0 < frac < 1:
         raise PlanError('mem_fraction_static must be between 0 and 1, got %s' % frac)
     requested_running = p['max_running_requests']
     if requested_running is None and spec:
+        # speculative_hook.py:1086-1094: set before resolve_max_num_reqs divides it per DP worker.
         requested_running = release['defaults']['speculative_max_running_requests']
+    # parallel_hook.py:327-332: DP attention divides chunked_prefill_size after the memory hook ran.
+    chunk_run = chunk // attn_dp if chunk and chunk > 0 else chunk
 
     # --- memory before / after loading -------------------------------------------------------------------------
     counts = param_counts(facts)
@@ -441,13 +522,23 @@ def _plan(p):
     computed, why_not = (None, None)
     if not p['weights_bytes'] and facts['quant_method']:
         computed, why_not = computed_weights(p['model_config'], facts)
+    mtp_draft = spec and draft is None
     try:
-        w = weights_per_rank(facts, counts, tp, p['weights_bytes'], spec, p['language_only'], computed, why_not)
+        w = weights_per_rank(facts, counts, tp, p['weights_bytes'], mtp_draft, p['language_only'], computed, why_not)
     except PlanError:
         if not calibrated_both:
             raise
         # The calibration already says what loading took; the split between target and draft is unknown.
         w = dict(target=0.0, draft=0.0, bytes_per_param=None, source='calibration only')
+    w = dict(w)
+    dp_weights = dp_attention_weights(facts, tp, attn_tp, w['bytes_per_param'])
+    w['target'] += dp_weights
+    draft_w = None
+    if draft is not None:
+        draft_w = draft_weights(draft, facts, attn_tp, DTYPE_BYTES.get(draft['dtype'], 2))
+        w['draft'] = draft_w['at_sizing']
+        # Per draft step every rank reads its draft weights except the embedding (one row per token).
+        w['draft_step_bytes'] = (draft_w['at_sizing'] - draft_w['embed_bytes']) * tp
     startup = p['startup_overhead_gib']
     if startup is None:
         startup = profile.get('startup_overhead_gib', DEFAULT_STARTUP_OVERHEAD_GIB)
@@ -477,89 +568,134 @@ def _plan(p):
             'Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=%.3f: %.1f GiB of weights '
             '(target%s) per GPU vs a static budget of %.1f GiB. Raise --mem-fraction-static above %.3f (minimum viable '
             '= 1 - available/pre = %.4f) or use a larger tp_size.'
-            % (frac, loaded_gib, ' + MTP draft' if spec and draft_in_after else '', budget, suggested, minimum),
+            % (frac, loaded_gib, ' + %s draft' % ('EAGLE-3' if draft else 'MTP') if spec and draft_in_after else '',
+               budget, suggested, minimum),
             kind='weights', min_mem_fraction_static=suggested)
 
     # --- mamba pool, then KV -----------------------------------------------------------------------------------
-    slot = mamba_slot_bytes(facts, tp, ssm_dtype)
+    # The GDN state shards over linear_attn_tp_size() = attn_tp_size (qwen3_next.py:287-313, runtime_context.py:484-486).
+    slot = mamba_slot_bytes(facts, attn_tp, ssm_dtype)
     ratio = mamba_ratio(release, strategy, radix, disable_overlap) if facts['hybrid'] else None
     pool = None
     if facts['hybrid']:
-        pool = mamba_pool(release, rest, slot['per_slot'], ratio, draft_tokens, requested_running, radix)
+        pool = mamba_pool(release, rest, slot['per_slot'], ratio, draft_tokens, requested_running, radix,
+                          p['max_mamba_cache_size'], p['mamba_full_memory_ratio'], attn_dp)
         rest_kv = pool['rest_gib']
     else:
         rest_kv = rest
-    # EAGLE draft KV is budgeted only when the target config names its draft layers (spec_aux_hidden_state.py);
-    # Qwen3.5 configs carry mtp_num_hidden_layers, which SGLang does not read, so the draft pool lands in headroom.
-    draft_in_budget = 1 if (spec and rules['draft_kv_in_budget'] and facts['nextn_in_config']) else 0
+    # The draft's KV layers in the cell (spec_aux_hidden_state.py:154-176): a path-less MTP head counts the TARGET
+    # config's num_nextn_predict_layers (Qwen3.5 configs carry mtp_num_hidden_layers, which SGLang does not read, so
+    # their draft pool lands in headroom); a draft checkpoint its own num_nextn_predict_layers, else its layer count.
+    if not spec or not rules['draft_kv_in_budget']:
+        draft_in_budget = 0
+    elif draft is not None:
+        draft_in_budget = draft_layers(draft)
+    else:
+        draft_in_budget = max(0, facts['nextn_layers'] or 0)
     swa_ratio = rules.get('swa_full_tokens_ratio')
     if facts['family'] == 'hybrid_swa' and swa_ratio is None:
         raise PlanError('%s uses a sliding-window pool, which the planner rules of sglang %s (%s) do not model'
                         % (facts['arch'], release['version'], rules['family']), kind='architecture')
-    cell, draft_cell = kv_cell_bytes(facts, tp, kv_bytes, draft_in_budget, swa_ratio)
+    cell, draft_cell = kv_cell_bytes(facts, attn_tp, kv_bytes, draft_in_budget, swa_ratio, dsa)
     tokens = int(kv_tokens(rest_kv, cell + draft_cell, page_size))
     if tokens <= 0:
-        raise PlanError('no KV cache tokens left after the mamba pool (rest %.2f GiB)' % rest_kv, kind='weights')
+        explicit = pool is not None and pool['mode'] == 'explicit'
+        raise PlanError('no KV cache tokens left after the mamba pool (rest %.2f GiB)%s' % (
+            rest_kv, ': max_mamba_cache_size %d takes %.2f GiB (fix: max_mamba_cache_size: fewer slots, or null to size '
+            'the pool from memory)' % (p['max_mamba_cache_size'], pool['pool_bytes'] / float(GIB)) if explicit else ''),
+            kind='input' if explicit else 'weights', variable='llmops_max_mamba_cache_size' if explicit else None)
     # HybridSWAPoolConfigurator: the sliding-window layers keep swa_ratio x the full layers' tokens.
     swa_tokens = int(tokens * swa_ratio) // page_size * page_size if facts['family'] == 'hybrid_swa' else None
     running, running_bound = max_running_requests(release, tokens, context, requested_running,
-                                                  pool['slots'] if pool else None, ratio)
+                                                  pool['slots'] if pool else None, ratio, attn_dp)
     if p['max_running_requests'] is None and spec and running_bound == 'requested':
         running_bound = 'speculative_default'
 
     # --- what is allocated, and what is left for activations / CUDA graphs -------------------------------------
-    kv_heads_rank = kv_heads_per_rank(facts, tp)
+    kv_heads_rank = kv_heads_per_rank(facts, attn_tp)
     rows = tokens + page_size
-    per_layer, split = kv_layer_bytes(facts, tp, kv_bytes)
-    if split:
+    per_layer, split = kv_layer_bytes(facts, attn_tp, kv_bytes)
+    if dsa is not None:
+        # DSATokenToKVPool: one buffer per layer (latent) plus the index-K buffer ("KV size", memory_pool.py:5385).
+        per_layer = dsa['latent_dim'] * kv_bytes
+        k_bytes = rows * (per_layer * facts['n_full'] + dsa['indexer_bytes_per_layer'] * dsa['indexer_layers'])
+        v_bytes = 0
+    elif split:
         k_bytes = rows * kv_heads_rank * facts['head_dim'] * facts['n_full'] * kv_bytes
         v_bytes = rows * kv_heads_rank * facts['v_head_dim'] * facts['n_full'] * kv_bytes
     else:
         # MLA: one latent buffer per layer ("KV size" in the log); reported as K, V stays 0.
         k_bytes, v_bytes = rows * per_layer * facts['n_full'], 0
     swa_bytes = (swa_tokens + page_size) * per_layer * facts['n_swa'] if swa_tokens is not None else 0
-    draft_kv_bytes = rows * per_layer if spec else 0
-    req_to_token = (running + 1) * context * 4
-    static_gib = ((k_bytes + v_bytes + swa_bytes + draft_kv_bytes + req_to_token) / float(GIB) + mm_reserve
+    # The draft's own pool has the target's token count (kv_cache_configurator.py:470-474) and the draft's geometry:
+    # a draft checkpoint its own KV heads and layers; a path-less MTP head the target's per-layer size for its
+    # num_nextn_predict_layers layers (1 for the hybrid GDN drafts, kv_cache_configurator.py:2614-2622), plus the
+    # indexer of every draft layer for DSA.
+    if not spec:
+        draft_pool_layers, draft_layer = 0, 0
+    elif draft is not None:
+        draft_pool_layers, draft_layer = draft_layers(draft), draft_kv_layer_bytes(draft, attn_tp, kv_bytes)
+    else:
+        draft_pool_layers = 1 if facts['hybrid'] else max(1, facts['nextn_layers'] or 1)
+        draft_layer = per_layer + (dsa['indexer_bytes_per_layer'] if dsa is not None else 0)
+    draft_kv_bytes = rows * draft_layer * draft_pool_layers
+    draft_excess = draft_kv_bytes - rows * draft_cell if draft_in_budget else draft_kv_bytes
+    extra_ctx = req_to_token_bytes(running, context, page_size, steps, topk, draft_tokens)
+    static_gib = ((k_bytes + v_bytes + swa_bytes + draft_kv_bytes + extra_ctx) / float(GIB) + mm_reserve
                   + ((pool['pool_bytes'] + pool['spec_state_bytes']) / float(GIB) if pool else 0.0))
-    headroom = available - static_gib - (0.0 if draft_in_after else w['draft'] / GIB)
-    reserve = runtime_reserve_mib(release, gpu_mem, tp, chunk) / 1024.0
+    freed = draft_w['freed_after'] if draft_w else 0.0
+    headroom = available - static_gib - (0.0 if draft_in_after else w['draft'] / GIB) + freed / GIB
+    reserve = runtime_reserve_mib(release, gpu_mem, tp, chunk_run) / 1024.0
 
+    spec_out = dict(enabled=spec, algorithm=sp['algorithm'], num_steps=steps, eagle_topk=topk,
+                    num_draft_tokens=draft_tokens, draft=None)
+    if draft is not None:
+        spec_out['draft'] = dict(
+            arch=draft['arch'], layers=draft_pool_layers, kv_bytes_per_token=draft_layer * draft_pool_layers,
+            weights_at_sizing_gib=round(draft_w['at_sizing'] / GIB, 3),
+            freed_after_sizing_gib=round(draft_w['freed_after'] / GIB, 3), params_b=round(draft_w['params'] / 1e9, 3),
+            context=draft['context'])
     result = dict(
         sglang_version=release['version'], sglang_rules=rules['family'], arch=facts['arch'], tp_size=tp,
-        family=facts['family'], kv_layout=FAMILY_TEXT[facts['family']],
+        attn_dp_size=attn_dp, attn_tp_size=attn_tp,
+        family=facts['family'], kv_layout=FAMILY_TEXT[facts['family']] + (' + DSA indexer' if dsa else ''),
         gpu_memory_mib=int(gpu_mem),
         mem_fraction_static=round(frac, 4),
         mem_fraction_static_source='input' if p['mem_fraction_static'] is not None else 'sglang default',
         mem_fraction_heuristic=dict((k, round(v, 4) if isinstance(v, float) else v) for k, v in heuristic.items()),
-        chunked_prefill_size=chunk, cuda_graph_max_bs=decode_bs, page_size=page_size, context_length=context,
+        chunked_prefill_size=chunk, chunked_prefill_size_per_worker=chunk_run, cuda_graph_max_bs=decode_bs,
+        page_size=page_size, context_length=context,
         kv_cache_dtype=kv_dtype, mamba_ssm_dtype=ssm_dtype if facts['hybrid'] else None,
         mamba_strategy=strategy, disable_overlap_schedule=disable_overlap, radix_cache=radix,
-        speculative=dict(enabled=spec, algorithm='NEXTN' if spec else None, num_steps=steps, eagle_topk=1 if spec else 0,
-                         num_draft_tokens=draft_tokens),
+        speculative=spec_out,
         weights_gib_per_gpu=round(loaded_gib if calibrated or p['free_memory_after_load_gib'] is not None
                                   else (w['target'] + w['draft']) / GIB, 3),
         weights_detail=dict(target_gib=round(w['target'] / GIB, 3), draft_gib=round(w['draft'] / GIB, 3),
                             bytes_per_param=round(w['bytes_per_param'], 4) if w['bytes_per_param'] else None,
-                            source=w['source'],
+                            source=w['source'], dp_attention_gib=round(dp_weights / GIB, 3),
                             params_b=round((counts['language'] + counts['vision'] + counts['mtp']) / 1e9, 3)),
         free_before_load_gib=round(pre, 3), free_after_load_gib=round(after, 3),
         free_memory_source='calibration' if calibrated else 'profile estimate',
         runtime_overhead_gib=overhead, mm_reserve_gib=round(mm_reserve, 4),
         static_budget_gib=round(budget, 3), rest_for_pools_gib=round(rest, 3),
         kv_bytes_per_token=cell + draft_cell, kv_bytes_per_token_target=cell, kv_bytes_per_token_draft_in_budget=draft_cell,
-        kv_cache_tokens=tokens, swa_kv_cache_tokens=swa_tokens,
+        dsa_indexer_bytes_per_token=dsa['indexer_bytes_per_layer'] * dsa['indexer_layers'] if dsa else 0,
+        kv_cache_tokens=tokens, kv_cache_tokens_total=tokens * attn_dp, swa_kv_cache_tokens=swa_tokens,
         k_size_gib=round(k_bytes / float(GIB), 3), v_size_gib=round(v_bytes / float(GIB), 3),
         swa_kv_gib=round(swa_bytes / float(GIB), 3),
         draft_kv_gib=round(draft_kv_bytes / float(GIB), 3), draft_kv_in_budget=bool(draft_in_budget),
+        draft_kv_layers_in_budget=draft_in_budget, draft_kv_outside_budget_gib=round(draft_excess / float(GIB), 3),
         mamba_bytes_per_slot=slot['per_slot'], mamba_slots_per_request=ratio,
         mamba_cache_slots=pool['slots'] if pool else None,
+        mamba_cache_mode=pool['mode'] if pool else None,
+        mamba_full_memory_ratio=pool['full_memory_ratio'] if pool else None,
         mamba_pool_gib=round(pool['pool_bytes'] / float(GIB), 3) if pool else 0.0,
         conv_state_gib=round(pool['allocated_slots'] * slot['conv'] / float(GIB), 3) if pool else 0.0,
         ssm_state_gib=round(pool['allocated_slots'] * slot['ssm'] / float(GIB), 3) if pool else 0.0,
         spec_state_gib=round(pool['spec_state_bytes'] / float(GIB), 3) if pool else 0.0,
         max_running_requests=running, max_running_requests_bound_by=running_bound,
-        req_to_token_gib=round(req_to_token / float(GIB), 3),
+        max_running_requests_total=running * attn_dp,
+        req_to_token_gib=round(extra_ctx / float(GIB), 3),
         headroom_gib=round(headroom, 2), sglang_runtime_reserve_gib=round(reserve, 2),
         min_headroom_gib=p['min_headroom_gib'],
         notes=notes,
@@ -607,7 +743,9 @@ def roofline(facts, counts, tp, weights, profile, slot, ssm_dtype, steps, draft_
             verify = (counts['non_expert_active'] + facts['layers'] * distinct * counts['expert']) * bpp + state
         else:
             verify = step
-        cycle = verify + steps * counts['mtp_active'] * bpp
+        # A draft checkpoint (EAGLE-3) reads its own layers, fc and lm_head each step, not the target's MTP layer.
+        draft_step = weights.get('draft_step_bytes') or counts['mtp_active'] * bpp
+        cycle = verify + steps * draft_step
         out.update(mtp=round(agg / cycle * length, 0), accept_length=length, bytes_per_cycle_gb=round(cycle / 1e9, 2))
     return out
 
@@ -630,6 +768,16 @@ def limits(result):
         lines.append('max_running_requests %d is SGLang\'s estimate from KV tokens and context length' % running)
     else:
         lines.append('max_running_requests %d as requested' % running)
+    dp = result.get('attn_dp_size', 1)
+    if dp > 1:
+        lines.append('DP attention: %d workers of %d GPU(s) (attention TP %d), each with its own KV pool: %d requests and '
+                     '%d KV tokens per worker, %d and %d in total; --max-running-requests states the total'
+                     % (dp, result['attn_tp_size'], result['attn_tp_size'], running, result['kv_cache_tokens'],
+                        result['max_running_requests_total'], result['kv_cache_tokens_total']))
+    draft = (result.get('speculative') or {}).get('draft')
+    if draft and result.get('draft_kv_outside_budget_gib', 0) > 0:
+        lines.append('the EAGLE-3 draft\'s KV takes %.2f GiB more than the cell priced for it (its own per-layer size '
+                     'is larger than the target\'s): paid from the headroom' % result['draft_kv_outside_budget_gib'])
     for row in result['max_context_at_concurrency']:
         if row['bound_by'] == 'kv_cache':
             lines.append('at %d concurrent requests the KV cache (%d tokens) limits each request to %d tokens'
@@ -697,7 +845,9 @@ def recommend(inputs, base):
                 'upstream CI runs Qwen3.5 MTP this way' % (per_slot_mib, per_slot_mib / 2),
                 mamba_ssm_dtype='bfloat16')
     if inputs.get('max_running_requests') is None and base['speculative']['enabled']:
-        cap = base['mamba_cache_slots'] // base['mamba_slots_per_request'] if base['mamba_cache_slots'] else None
+        # Under DP attention the flag is the total over the workers (each gets value // dp).
+        cap = (base['mamba_cache_slots'] // base['mamba_slots_per_request'] * base.get('attn_dp_size', 1)
+               if base['mamba_cache_slots'] else None)
         spec_default = inputs['release']['defaults']['speculative_max_running_requests']
         if cap and cap > spec_default:
             attempt(['--max-running-requests', str(cap)], 'MTP silently resets max_running_requests to %d; the mamba '

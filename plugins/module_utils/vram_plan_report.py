@@ -46,9 +46,11 @@ def summary_rows(plan):
         frac_text += ' x VLM %.3f)' % heur['vlm_factor'] if heur['vlm_factor'] != 1.0 else ')'
     weights = plan['weights_detail']
     weights_text = '%.1f GiB' % plan['weights_gib_per_gpu']
-    if weights['draft_gib']:
-        weights_text += ' (target %.1f + MTP draft %.1f)' % (weights['target_gib'], weights['draft_gib'])
     spec = plan['speculative']
+    draft = spec.get('draft')
+    if weights['draft_gib']:
+        weights_text += ' (target %.1f + %s draft %.1f)' % (weights['target_gib'], 'EAGLE-3' if draft else 'MTP',
+                                                            weights['draft_gib'])
     rows = [
         ('sglang', '%s (%s rules)' % (plan['sglang_version'], plan['sglang_rules'])),
         ('mem_fraction_static', frac_text),
@@ -65,12 +67,25 @@ def summary_rows(plan):
         rows.append(('mamba slots', '%s x %.1f MiB (%s SSM), %s per request (%s)' % (
             _num(plan['mamba_cache_slots']), plan['mamba_bytes_per_slot'] / float(MIB), plan['mamba_ssm_dtype'],
             plan['mamba_slots_per_request'], plan['mamba_strategy'] or 'radix off')))
-    if spec['enabled']:
-        rows.append(('MTP', 'NEXTN %d/%d/%d, verify states %.2f GiB' % (
-            spec['num_steps'], spec['eagle_topk'], spec['num_draft_tokens'], plan['spec_state_gib'])))
+    if plan.get('attn_dp_size', 1) > 1:
+        rows.append(('DP attention', '%d workers x attention TP %d: %d requests, %s KV tokens each (total %d, %s)' % (
+            plan['attn_dp_size'], plan['attn_tp_size'], plan['max_running_requests'], _num(plan['kv_cache_tokens']),
+            plan['max_running_requests_total'], _num(plan['kv_cache_tokens_total']))))
+    if spec['enabled'] and draft:
+        rows.append(('EAGLE-3', '%s %d/%d/%d, draft %s (%d layer(s)): %.2f GiB at sizing, %.2f GiB freed after, '
+                     'KV %s B/token (%s in the cell)' % (
+                         spec['algorithm'], spec['num_steps'], spec['eagle_topk'], spec['num_draft_tokens'], draft['arch'],
+                         draft['layers'], draft['weights_at_sizing_gib'], draft['freed_after_sizing_gib'],
+                         _num(draft['kv_bytes_per_token']), _num(plan['kv_bytes_per_token_draft_in_budget']))))
+    elif spec['enabled']:
+        rows.append(('MTP', '%s %d/%d/%d, verify states %.2f GiB' % (
+            spec.get('algorithm') or 'NEXTN', spec['num_steps'], spec['eagle_topk'], spec['num_draft_tokens'],
+            plan['spec_state_gib'])))
     rows += [
-        ('KV tokens', '%s (%s B/token, %s)' % (_num(plan['kv_cache_tokens']), _num(plan['kv_bytes_per_token']),
-                                               plan['kv_cache_dtype'])),
+        ('KV tokens', '%s (%s B/token, %s%s)' % (
+            _num(plan['kv_cache_tokens']), _num(plan['kv_bytes_per_token']), plan['kv_cache_dtype'],
+            ', DSA indexer %s B' % _num(plan['dsa_indexer_bytes_per_token']) if plan.get('dsa_indexer_bytes_per_token')
+            else '')),
         ('max running requests', '%d (bound by %s)' % (plan['max_running_requests'],
                                                        plan['max_running_requests_bound_by'].replace('_', ' '))),
         ('max context @ concurrency', _ctx(plan)),
@@ -137,7 +152,7 @@ def render_markdown(plan, title, flags=None):
                        ('static budget (x mem_fraction_static)', 'static_budget_gib'),
                        ('left for mamba + KV pools', 'rest_for_pools_gib'), ('mamba state pool', 'mamba_pool_gib'),
                        ('MTP verify states', 'spec_state_gib'), ('KV cache K', 'k_size_gib'),
-                       ('KV cache V', 'v_size_gib'), ('MTP draft KV', 'draft_kv_gib'),
+                       ('KV cache V', 'v_size_gib'), ('draft KV (MTP / EAGLE-3)', 'draft_kv_gib'),
                        ('multimodal reserve', 'mm_reserve_gib'), ('headroom', 'headroom_gib')):
         out.append('| %s | %.2f |' % (label, plan[key] or 0.0))
     for note in plan.get('notes') or []:

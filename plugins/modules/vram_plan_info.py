@@ -76,18 +76,54 @@ options:
     description: C(--mem-fraction-static). Omit for SGLang's own default for this GPU, TP size and model.
     type: float
   context_length:
-    description: C(--context-length). Defaults to the model's C(max_position_embeddings).
+    description:
+      - C(--context-length). Defaults to SGLang's derived context length (the first of max_sequence_length,
+        seq_length, max_seq_len, model_max_length, max_position_embeddings, times rope_scaling.factor where it applies).
     type: int
   max_running_requests:
     description: C(--max-running-requests). Omit for SGLang's default (48 under speculative decoding).
     type: int
   speculative_num_draft_tokens:
-    description: C(--speculative-num-draft-tokens) of NEXTN/MTP; V(0) means no MTP. With topk 1 SGLang forces it to steps + 1.
+    description:
+      - C(--speculative-num-draft-tokens); V(0) (or omitted without O(speculative_algorithm)) means no speculative
+        decoding. With topk 1 SGLang forces it to steps + 1.
+      - Omitted with O(speculative_algorithm) set, steps, topk and draft tokens are SGLang's auto choice for the target
+        architecture (5/4/8 for LlamaForCausalLM, 3/1/4 otherwise).
     type: int
-    default: 0
   speculative_num_steps:
     description: C(--speculative-num-steps). Defaults to draft tokens - 1.
     type: int
+  speculative_eagle_topk:
+    description: C(--speculative-eagle-topk). Defaults to 1 (or the auto choice).
+    type: int
+  speculative_algorithm:
+    description:
+      - C(--speculative-algorithm). V(NEXTN)/V(EAGLE) use the checkpoint's MTP head; V(EAGLE3) needs
+        O(draft_model_config) (the draft checkpoint of C(--speculative-draft-model-path)). Default V(NEXTN).
+    type: str
+  draft_model_config:
+    description:
+      - The EAGLE-3 draft checkpoint's C(config.json) (architecture C(LlamaForCausalLMEagle3)). Its weights count
+        before sizing, its layers join the KV cell at the target's per-layer size, and its own pool is sized at the
+        target's token count.
+    type: dict
+  dp_size:
+    description: C(--dp-size) with O(enable_dp_attention); attention runs on tp_size / dp_size GPUs per DP worker.
+    type: int
+    default: 1
+  enable_dp_attention:
+    description: C(--enable-dp-attention). Requires O(dp_size) > 1 dividing O(tp_size).
+    type: bool
+    default: false
+  max_mamba_cache_size:
+    description: C(--max-mamba-cache-size) of a hybrid model (split over the DP workers). Omit to size from memory.
+    type: int
+  mamba_full_memory_ratio:
+    description: C(--mamba-full-memory-ratio) of a hybrid model (the mamba pool's share r / (1 + r); SGLang's default 0.9).
+    type: float
+  attention_backend:
+    description: C(--attention-backend); decides the page size SGLang forces on SM100 (omit for SGLang's default).
+    type: str
   mamba_ssm_dtype:
     description:
       - C(--mamba-ssm-dtype). Defaults to the model config's C(mamba_ssm_dtype).
@@ -102,7 +138,7 @@ options:
     type: str
     default: auto
   page_size:
-    description: C(--page-size). Omit for SGLang's default (1; 64 on SM100 for Qwen3.5 with MTP or extra_buffer).
+    description: C(--page-size). Omit for SGLang's default (1; 64 where SGLang's SM100 backend or DeepSeek DSA forces it).
     type: int
   radix_cache:
     description: V(false) plans C(--disable-radix-cache) (one mamba slot per request).
@@ -354,7 +390,8 @@ PASSED = ('gpu_memory_mib', 'gpu_profile', 'tp_size', 'mem_fraction_static', 'co
           'kv_cache_dtype', 'page_size', 'radix_cache', 'mamba_strategy', 'disable_overlap_schedule',
           'chunked_prefill_size', 'weights_bytes', 'free_memory_before_load_gib', 'free_memory_after_load_gib',
           'runtime_overhead_gib', 'language_only', 'concurrency', 'min_headroom_gib', 'target_headroom_gib',
-          'mtp_accept_length', 'max_tp')
+          'mtp_accept_length', 'max_tp', 'speculative_eagle_topk', 'speculative_algorithm', 'draft_model_config',
+          'dp_size', 'enable_dp_attention', 'max_mamba_cache_size', 'mamba_full_memory_ratio', 'attention_backend')
 
 
 def argument_spec():
@@ -370,8 +407,16 @@ def argument_spec():
         mem_fraction_static=dict(type='float'),
         context_length=dict(type='int'),
         max_running_requests=dict(type='int'),
-        speculative_num_draft_tokens=dict(type='int', default=0, no_log=False),
+        speculative_num_draft_tokens=dict(type='int', no_log=False),
         speculative_num_steps=dict(type='int'),
+        speculative_eagle_topk=dict(type='int'),
+        speculative_algorithm=dict(type='str'),
+        draft_model_config=dict(type='dict'),
+        dp_size=dict(type='int', default=1),
+        enable_dp_attention=dict(type='bool', default=False),
+        max_mamba_cache_size=dict(type='int'),
+        mamba_full_memory_ratio=dict(type='float'),
+        attention_backend=dict(type='str'),
         mamba_ssm_dtype=dict(type='str'),
         kv_cache_dtype=dict(type='str', default='auto'),
         page_size=dict(type='int'),

@@ -30,6 +30,13 @@ RTX = load('hardware', 'rtx-pro-6000-blackwell-server.yml')
 H200 = load('hardware', 'h200.yml')
 
 
+def spec_inputs(spec):
+    """The planner's speculative inputs of a profile as the deploy passes them (an EAGLE-3 profile names its draft)."""
+    return dict(speculative_num_draft_tokens=spec.get('num_draft_tokens'), speculative_num_steps=spec.get('num_steps'),
+                speculative_eagle_topk=spec.get('eagle_topk'), speculative_algorithm=spec.get('algorithm'),
+                draft_model_config=(spec.get('draft') or {}).get('config'))
+
+
 def test_every_committed_profile_gets_its_smallest_fitting_size():
     rows = df.table(MODELS, RTX, RELEASE, 4, current='qwen3.5-122b-a10b')
     assert [r['profile'] for r in rows] == sorted(MODELS)
@@ -44,17 +51,13 @@ def test_every_committed_profile_gets_its_smallest_fitting_size():
                            tp_size=8, release=RELEASE, speculative_num_draft_tokens=spec.get('num_draft_tokens', 0))['fits']
             continue
         fitting = vp.plan(model_config=model['config'], weights_bytes=model.get('weights_bytes'), gpu_profile=RTX,
-                          tp_size=row['tp'], release=RELEASE,
-                          speculative_num_draft_tokens=spec.get('num_draft_tokens', 0),
-                          speculative_num_steps=spec.get('num_steps') if spec.get('num_draft_tokens') else None)
+                          tp_size=row['tp'], release=RELEASE, **spec_inputs(spec))
         assert fitting['fits'] and fitting['kv_cache_tokens'] == row['kv_tokens']
         if row['tp'] > 1:
             # The next size down does not fit (or cannot be planned).
             try:
                 smaller = vp.plan(model_config=model['config'], weights_bytes=model.get('weights_bytes'),
-                                  gpu_profile=RTX, tp_size=row['tp'] // 2, release=RELEASE,
-                                  speculative_num_draft_tokens=spec.get('num_draft_tokens', 0),
-                                  speculative_num_steps=spec.get('num_steps') if spec.get('num_draft_tokens') else None)
+                                  gpu_profile=RTX, tp_size=row['tp'] // 2, release=RELEASE, **spec_inputs(spec))
                 assert not smaller['fits']
             except vp.PlanError:
                 pass
