@@ -23,7 +23,18 @@ MATCH_KEYS = ('quant_method', 'quant_algo', 'format', 'bits', 'sym', 'group_size
 CONTAINS_KEYS = ('quant_algo_contains',)
 FORMAT_KEYS = ('name', 'what', 'match', 'method', 'source', 'quote', 'kv_cache', 'below', 'refused_method', 'archs')
 ARCH_KEYS = ('sm', 'render', 'defaults', 'method', 'note', 'source', 'quote')
-FAMILY_KEYS = ('source', 'messages', 'formats')
+FAMILY_KEYS = ('source', 'messages', 'formats', 'kv_cache_auto')
+# How a method's quantization config class derives kv_cache_quant_algo from the checkpoint (kv_cache_auto.methods):
+#   modelopt_fp4  ModelOptFp4Config.from_config: kv_cache_scheme dict (float, 8 bits: FP8; else auto), string
+#                 (FP8/FLOAT8: FP8; FP4/FLOAT4/NVFP4: NVFP4; else auto), else kv_cache_quant_algo (or auto)
+#   modelopt_fp8  ModelOptFp8Config.from_config: kv_cache_scheme dict (float, 8 bits: FP8; else none), else
+#                 kv_cache_quant_algo
+#   key           the kv_cache_quant_algo key as it stands (Fp8Config)
+#   compressed_tensors  CompressedTensorsConfig.kv_cache_quant_algo: FP8 for a static symmetric per-tensor 8-bit float
+#                 kv_cache_scheme, else none
+#   (profile_gen unwraps a nested hf_quant_config.json into this flat form, whose kv_cache_quant_algo key the ModelOpt
+#   classes read as their nested branch does.)
+KV_READERS = ('modelopt_fp4', 'modelopt_fp8', 'key', 'compressed_tensors')
 MESSAGE_KEYS = ('text', 'source', 'quote')
 _SOURCE_RE = re.compile(r'^[A-Za-z0-9_./-]+\.py:\d+(-\d+)?$')
 
@@ -63,9 +74,25 @@ def _flag_map(where, value):
         _fail(where, 'must map --flag to a value, got %r' % (value,))
 
 
+def _check_kv_cache_auto(where, kv):
+    _keys(where, kv, ('rule', 'methods'), ('rule', 'methods'))
+    _keys(where + '.rule', kv['rule'], ('source', 'quote'), ('source', 'quote'))
+    _cited(where + '.rule', kv['rule'])
+    if not isinstance(kv['methods'], dict) or not kv['methods']:
+        _fail(where + '.methods', 'must map SGLang quantization methods to {reads, source, quote}')
+    for method, entry in kv['methods'].items():
+        _keys('%s.methods.%s' % (where, method), entry, ('reads', 'source', 'quote'), ('reads', 'source', 'quote'))
+        _cited('%s.methods.%s' % (where, method), entry)
+        if entry['reads'] not in KV_READERS:
+            _fail('%s.methods.%s.reads' % (where, method), 'must be one of %s, got %r'
+                  % (', '.join(KV_READERS), entry['reads']))
+
+
 def check_rules(family, where='quantization_rules'):
     """Validate one quantization-rules family; raises QuantRulesError naming the key."""
-    _keys(where, family, FAMILY_KEYS, FAMILY_KEYS)
+    _keys(where, family, FAMILY_KEYS, ('source', 'messages', 'formats'))
+    if 'kv_cache_auto' in family:
+        _check_kv_cache_auto(where + '.kv_cache_auto', family['kv_cache_auto'])
     messages = family['messages']
     _keys(where + '.messages', messages, ('capability', 'unknown'), ('capability', 'unknown'))
     for name, message in messages.items():
@@ -143,6 +170,58 @@ def match_format(family, cfg):
         if any(_matches(alt, cfg) for alt in fmt['match']):
             return fmt
     return None
+
+
+def _read_kv_algo(reads, cfg):
+    """kv_cache_quant_algo as the config class of ``reads`` (KV_READERS) derives it from quantization_config."""
+    scheme = cfg.get('kv_cache_scheme')
+    if reads == 'compressed_tensors':
+        ok = (isinstance(scheme, dict) and scheme.get('type') == 'float' and scheme.get('num_bits') == 8 and
+              scheme.get('strategy') == 'tensor' and scheme.get('symmetric', True) and not scheme.get('dynamic', False))
+        return 'FP8' if ok else None
+    if reads == 'key':
+        return cfg.get('kv_cache_quant_algo')
+    if isinstance(scheme, dict):
+        if scheme.get('type') == 'float' and scheme.get('num_bits') == 8:
+            return 'FP8'
+        return 'auto' if reads == 'modelopt_fp4' else None
+    if reads == 'modelopt_fp4':
+        if isinstance(scheme, _STRING):
+            name = scheme.strip().upper()
+            return 'FP8' if name in ('FP8', 'FLOAT8') else ('NVFP4' if name in ('FP4', 'FLOAT4', 'NVFP4') else 'auto')
+        return cfg.get('kv_cache_quant_algo') or 'auto'
+    return cfg.get('kv_cache_quant_algo')
+
+
+def kv_cache_auto(family, config):
+    """What --kv-cache-dtype auto becomes for this checkpoint: dict(fp8 (bool), algo, how).
+
+    mem_cache/kv_cache_dtype.py:49-57 gives an fp8_e4m3 cache when the loaded quantization config's
+    kv_cache_quant_algo is "FP8" (any case), else the model dtype; each method's config class derives that value from
+    quantization_config its own way (the family's kv_cache_auto.methods, KV_READERS). A method the family does not
+    list has no kv_cache_quant_algo. Without rules (a release whose quantization code was not read), or for a
+    checkpoint no format matches, the planner reads the kv_cache_quant_algo key as it stands.
+    """
+    cfg = quant_config(config)
+    if cfg is None:
+        return dict(fp8=False, algo=None, how='no quantization_config: the cache keeps the model dtype')
+    kv = (family or {}).get('kv_cache_auto')
+    fmt = match_format(family, cfg) if family else None
+    if kv is None or fmt is None:
+        algo = cfg.get('kv_cache_quant_algo')
+        how = 'kv_cache_quant_algo %s (%s)' % (algo, 'no quantization rules for this release' if kv is None or not family
+                                               else 'a format outside the release\'s quantization rules')
+    else:
+        entry = kv['methods'].get(fmt['method'])
+        if entry is None:
+            algo = None
+            how = '%s has no kv_cache_quant_algo: the cache keeps the model dtype' % fmt['method']
+        else:
+            algo = _read_kv_algo(entry['reads'], cfg)
+            how = '%s derives kv_cache_quant_algo %s from the checkpoint\'s quantization_config (%s)' % (
+                fmt['method'], algo if algo else 'None', entry['source'])
+    fp8 = isinstance(algo, _STRING) and algo.upper() == 'FP8'
+    return dict(fp8=fp8, algo=algo, how=how)
 
 
 def sm_of(compute_capability):

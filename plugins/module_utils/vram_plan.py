@@ -47,6 +47,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang_layout imp
     req_to_token_bytes,
     speculative_params,
 )
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import kv_cache_auto
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, check_choice
 from ansible_collections.llmops.inference.plugins.module_utils.spec_draft import (
     DraftError,
@@ -346,15 +347,22 @@ def dp_attention_weights(f, tp, attn_tp, bytes_per_param):
     return mixers * (1.0 / attn_tp - 1.0 / tp) * bytes_per_param
 
 
-def resolve_kv_bytes(release, f, kv_cache_dtype):
-    """(dtype, bytes per element) of the KV cache: the release's choices, then the sizes this planner knows."""
+def resolve_kv_bytes(release, f, kv_cache_dtype, config=None):
+    """(dtype, bytes per element) of the KV cache: the release's choices, then the sizes this planner knows.
+
+    ``auto`` follows the checkpoint (sglang_quant.kv_cache_auto: the quantization config's kv_cache_quant_algo as the
+    method's config class derives it, e.g. from an 8-bit float kv_cache_scheme; mem_cache/kv_cache_dtype.py:49-57).
+    """
     kv_cache_dtype = kv_cache_dtype or 'auto'
     message = check_choice(release, 'kv_cache_dtype', kv_cache_dtype)
     if message:
         raise PlanError(message)
     if kv_cache_dtype == 'auto':
-        # kv_cache_dtype.configure_kv_cache_dtype: a checkpoint with kv_cache_quant_algo FP8 gets an fp8 cache.
-        if str(f['kv_cache_quant_algo'] or '').upper() == 'FP8':
+        if config is not None:
+            fp8 = kv_cache_auto(release.get('quantization'), config)['fp8']
+        else:
+            fp8 = str(f['kv_cache_quant_algo'] or '').upper() == 'FP8'
+        if fp8:
             return 'fp8_e4m3', 1
         return f['dtype'] if f['dtype'] in DTYPE_BYTES else 'bfloat16', DTYPE_BYTES.get(f['dtype'], 2)
     if kv_cache_dtype not in DTYPE_BYTES:
@@ -471,7 +479,7 @@ def _plan(p):
     ssm_dtype = p['mamba_ssm_dtype'] or facts['ssm_dtype'] or 'float32'
     if ssm_dtype not in ('float32', 'bfloat16', 'float16'):
         raise PlanError('mamba_ssm_dtype must be float32, bfloat16 or float16, got %s' % ssm_dtype)
-    kv_dtype, kv_bytes = resolve_kv_bytes(release, facts, p['kv_cache_dtype'])
+    kv_dtype, kv_bytes = resolve_kv_bytes(release, facts, p['kv_cache_dtype'], p['model_config'])
     cc = profile.get('compute_capability')
     dsa = dsa_layout(release, facts, p['kv_cache_dtype'], cc) if facts['dsa'] else None
     if dsa is not None:
@@ -501,6 +509,9 @@ def _plan(p):
                                              strategy, radix, spec)
     if page_note:
         notes.append(page_note)
+    if (p['kv_cache_dtype'] or 'auto') == 'auto' and dsa is None and kv_dtype == 'fp8_e4m3':
+        notes.append('kv_cache_dtype auto: fp8_e4m3 from the checkpoint (%s)'
+                     % kv_cache_auto(release.get('quantization'), p['model_config'])['how'])
     multimodal = facts['multimodal'] and not p['language_only']
     prefill_graph = (rules['prefill_graph_term'] and (
         not facts['multimodal'] or facts['arch'] in release['architectures']['breakable_graph_multimodal']))

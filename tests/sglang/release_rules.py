@@ -30,6 +30,11 @@ def _cites(rules):
         yield 'formats.%s' % fmt['name'], fmt
         for index, arch in enumerate(fmt['archs']):
             yield 'formats.%s.archs[%d]' % (fmt['name'], index), arch
+    kv = rules.get('kv_cache_auto')
+    if kv:
+        yield 'kv_cache_auto.rule', kv['rule']
+        for method, entry in sorted(kv['methods'].items()):
+            yield 'kv_cache_auto.methods.%s' % method, entry
 
 
 def _lines(srt, source):
@@ -50,10 +55,25 @@ def quantization_rules_match_source(release, srt):
                     else repr(item['quote'])))
     choices = set(release['choices']['quantization'])
     methods = set(f['method'] for f in rules['formats']) | set(
-        a['method'] for f in rules['formats'] for a in f['archs'] if a.get('method'))
+        a['method'] for f in rules['formats'] for a in f['archs'] if a.get('method')) | set(
+        (rules.get('kv_cache_auto') or {}).get('methods') or ())
     out.append(('quantization methods are --quantization choices', methods <= choices,
                 'not choices: %s' % sorted(methods - choices) if not methods <= choices else '%d methods' % len(methods)))
     from sglang.srt.layers.quantization import QUANTIZATION_METHODS  # pylint: disable=import-error
+    # --kv-cache-dtype auto: a method the rules do not list must have a config class that never sets
+    # kv_cache_quant_algo (its cache keeps the model dtype); a listed one must have one that does.
+    import inspect
+    listed = set((rules.get('kv_cache_auto') or {}).get('methods') or ())
+    for method in sorted(methods):
+        cls = QUANTIZATION_METHODS.get(method)
+        if cls is None:
+            continue
+        text = ''.join(inspect.getsource(k) for k in cls.__mro__ if k.__module__.startswith('sglang.') and
+                       k.__name__ != 'QuantizationConfig')
+        has = 'kv_cache_quant_algo' in text
+        out.append(('quantization kv_cache_auto %s %s' % (method, 'listed' if method in listed else 'not listed'),
+                    has == (method in listed), '%s %s kv_cache_quant_algo' % (cls.__name__, 'sets' if has else
+                                                                                'never sets')))
     for fmt in rules['formats']:
         for arch in fmt['archs']:
             method = arch.get('method') or fmt['method']
