@@ -126,7 +126,7 @@ def _moe(text, root):
 
     Qwen3/Qwen3.5 name them num_experts / shared_expert_intermediate_size; DeepSeek, GLM-4.5 and Kimi
     n_routed_experts / n_shared_experts / first_k_dense_replace; Mixtral and gpt-oss num_local_experts with the
-    expert size in intermediate_size.
+    expert size in intermediate_size; MiMo-V2 marks its dense layers in a moe_layer_freq list.
     """
     experts = _int(text, root, 'num_experts') or _int(text, root, 'n_routed_experts') or _int(
         text, root, 'num_local_experts')
@@ -136,6 +136,11 @@ def _moe(text, root):
         moe_inter = _int(text, root, 'intermediate_size')
     shared = _int(text, root, 'shared_expert_intermediate_size') or _int(text, root, 'n_shared_experts') * moe_inter
     dense_layers = _int(text, root, 'first_k_dense_replace') if experts else 0
+    freq = _get(text, root, 'moe_layer_freq')
+    if experts and not dense_layers and isinstance(freq, list):
+        # MiMo-V2 (models/mimo_v2.py:1007-1013): layer i is MoE when moe_layer_freq[i] is set; its dense layers lead.
+        while dense_layers < len(freq) and not freq[dense_layers]:
+            dense_layers += 1
     return experts, top_k, moe_inter, shared, dense_layers
 
 
@@ -148,7 +153,9 @@ def model_facts(config, architectures):
                    ``multimodal`` name sets
 
     Keys: arch ('unknown' when the config names none), model_type, sized (all of SIZE_KEYS present), missing (the
-    absent SIZE_KEYS), hidden, layers, heads, kv_heads, head_dim, v_head_dim, attn_output_gate, full_layer_ids,
+    absent SIZE_KEYS), hidden, layers, heads, kv_heads, head_dim, v_head_dim, swa_kv_heads, swa_head_dim,
+    swa_v_head_dim (the sliding-window layers' KV geometry, the full layers' unless the config names its own),
+    attn_output_gate, full_layer_ids,
     n_full, n_linear, hybrid, extra_buffer_supported, lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim, conv_kernel,
     experts, top_k, moe_inter, shared_inter, dense_inter, vocab, tied, context (SGLang's derived context length,
     context_length(); 0 when unknown), ssm_dtype, dtype, quant_method, kv_cache_quant_algo, mtp_layers (0 when unknown), mtp_layers_known,
@@ -189,12 +196,22 @@ def model_facts(config, architectures):
         # model_config.get_hybrid_layer_ids: gpt-oss and the other SWA_SINK_ARCHS split by layer_types.
         full_ids = [i for i, kind in enumerate(layer_types) if kind == 'full_attention']
         swa_ids = [i for i, kind in enumerate(layer_types) if kind == 'sliding_attention']
+    elif arch in (architectures.get('hybrid_swa') or ()) and _get(text, config, 'hybrid_layer_pattern'):
+        # configs/model_config.py:2721-2730 (MIMO_V2_MODEL_ARCHS): hybrid_layer_pattern, 1 = sliding window, 0 = full.
+        pattern = _get(text, config, 'hybrid_layer_pattern')
+        full_ids = [i for i in range(layers) if i < len(pattern) and pattern[i] == 0]
+        swa_ids = [i for i in range(layers) if i < len(pattern) and pattern[i] == 1]
     else:
         full_ids = list(range(layers))
     linear = bool(linear_v_heads) and (len(full_ids) < layers or not layers)
     hybrid = linear or arch in architectures['hybrid_gdn']
     family = family_of(arch, hybrid, architectures)
     experts, top_k, moe_inter, shared_inter, dense_layers = _moe(text, config)
+    # Sliding-window layers with their own KV geometry (MiMo-V2-Flash): configs/model_config.py:1357-1365
+    # (swa_head_dim defaults to head_dim, swa_v_head_dim to swa_head_dim) and :1713-1717 get_swa_num_kv_heads
+    # (swa_num_key_value_heads, else the full layers' KV heads).
+    v_head_dim = _int(text, config, 'v_head_dim', head_dim) or head_dim
+    swa_head_dim = _int(text, config, 'swa_head_dim', head_dim) or head_dim
     quant = _get(text, config, 'quantization_config') or {}
     vision = config.get('vision_config')
     mtp_layers = _get(text, config, 'mtp_num_hidden_layers')
@@ -208,7 +225,9 @@ def model_facts(config, architectures):
         model_type=config.get('model_type') or text.get('model_type'),
         sized=not missing, missing=missing,
         hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
-        v_head_dim=_int(text, config, 'v_head_dim', head_dim),
+        v_head_dim=v_head_dim,
+        swa_kv_heads=_int(text, config, 'swa_num_key_value_heads', kv_heads) or kv_heads,
+        swa_head_dim=swa_head_dim, swa_v_head_dim=_int(text, config, 'swa_v_head_dim', swa_head_dim) or swa_head_dim,
         attn_output_gate=bool(_get(text, config, 'attn_output_gate', False)),
         full_layer_ids=full_ids, n_full=len(full_ids), n_linear=layers - len(full_ids) if linear else 0,
         hybrid=hybrid, family=family, attention='mla' if family == 'mla' else 'mha',

@@ -99,20 +99,26 @@ def _mla(f):
     ]
 
 
-def attention(f):
-    """One full-attention (or sliding-window) layer's mixer; q_proj is doubled for Qwen3.5's output gate."""
+def attention(f, swa=False):
+    """One full-attention (or, ``swa``, sliding-window) layer's mixer; q_proj is doubled for Qwen3.5's output gate.
+    V and o_proj use v_head_dim, and a sliding-window layer its own KV heads and dims where the config names them
+    (MiMo-V2-Flash: models/mimo_v2.py:704-731, :884-918)."""
     if f['attention'] == 'mla':
         return _mla(f)
     lay = _lay(f)
-    hidden, heads, hd, kv = f['hidden'], f['heads'], f['head_dim'], f['kv_heads']
+    hidden, heads = f['hidden'], f['heads']
+    hd, vhd, kv = ((f.get('swa_head_dim'), f.get('swa_v_head_dim'), f.get('swa_kv_heads')) if swa else
+                   (f['head_dim'], f.get('v_head_dim'), f['kv_heads']))
+    hd = hd or f['head_dim']
+    vhd, kv = vhd or hd, kv or f['kv_heads']
     q_out = heads * hd * (2 if f['attn_output_gate'] else 1)
     out = [('self_attn.q_proj', (q_out, hidden), 'linear'), ('self_attn.k_proj', (kv * hd, hidden), 'linear'),
-           ('self_attn.v_proj', (kv * hd, hidden), 'linear'), ('self_attn.o_proj', (hidden, heads * hd), 'linear')]
+           ('self_attn.v_proj', (kv * vhd, hidden), 'linear'), ('self_attn.o_proj', (hidden, heads * vhd), 'linear')]
     if lay['qk_norm']:
         out += [('self_attn.q_norm', (hd,), 'norm'), ('self_attn.k_norm', (hd,), 'norm')]
     if lay['qkv_bias']:
         out += [('self_attn.q_proj.bias', (q_out,), 'vector'), ('self_attn.k_proj.bias', (kv * hd,), 'vector'),
-                ('self_attn.v_proj.bias', (kv * hd,), 'vector')]
+                ('self_attn.v_proj.bias', (kv * vhd,), 'vector')]
     if lay['o_bias']:
         out.append(('self_attn.o_proj.bias', (hidden,), 'vector'))
     if lay['sinks']:
@@ -249,7 +255,7 @@ def vision(v):
 def _mixer(f, layer):
     if f['n_linear'] and layer not in f['full_layer_ids']:
         return gdn(f)
-    return attention(f)
+    return attention(f, swa=layer in (f.get('swa_layer_ids') or ()))
 
 
 def _mlp(f, layer):

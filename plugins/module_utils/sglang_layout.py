@@ -75,15 +75,19 @@ def _sm(compute_capability):
     return int(str(compute_capability or '0').split('.', maxsplit=1)[0] or 0)
 
 
-def dsa_layout(release, facts, kv_cache_dtype, compute_capability):
+def dsa_layout(release, facts, kv_cache_dtype, compute_capability, backends=None):
     """The DSA pool of a DeepSeek-V3.2-style model: dict(kv_cache_dtype, backends, latent_bytes_per_layer (per
     KV-dtype byte), indexer_bytes_per_layer, page_size), or None for a model without the DSA indexer.
+
+    ``backends``: the [prefill, decode] DSA backends when --dsa-prefill-backend / --dsa-decode-backend set them (a
+    start-up log that names them); None for the release's defaults below.
 
     * KV dtype auto: arg_groups/overrides.py:532-538 (fp8_e4m3 on SM >= 10 without attention sinks, else bfloat16),
       for the architectures of _DEEPSEEK_FAMILY_ARCHS (:745-760) only; only bf16/bfloat16/fp8_e4m3 (:541-544).
     * Backends: overrides.py:714-726; the raw latent (kv_lora_rank + qk_rope_head_dim) stays with trtllm on either
-      side (mem_cache/kv_cache_configurator.py:3434-3440), fp8 otherwise stores kv_lora_rank + kv_lora_rank // 128 x 4
-      scale bytes + a bf16 rope (:3458-3473): 656 bytes for DeepSeek-V3.2 against 576.
+      side (mem_cache/kv_cache_configurator.py:3434-3440) or tilelang on both (:3449-3456), fp8 otherwise stores
+      kv_lora_rank + kv_lora_rank // 128 x 4 scale bytes + a bf16 rope (:3458-3473): 656 bytes for DeepSeek-V3.2
+      against 576. (The HIP raw layout of :3442-3447 is not modelled: the planner plans CUDA.)
     * Indexer: ceil((index_head_dim + index_head_dim // 128 x 4) / index_kpool) uint8 bytes per indexer layer per
       token (model_executor/pool_configurator.py:560-633, mem_cache/memory_pool.py:5279-5281): 132 for V3.2, fp8
       whatever the KV dtype.
@@ -107,8 +111,13 @@ def dsa_layout(release, facts, kv_cache_dtype, compute_capability):
         raise LayoutError('kv_cache_dtype %s: SGLang asserts "DeepSeek DSA only supports bf16/bfloat16 or fp8_e4m3 '
                           'kv_cache_dtype" (arg_groups/overrides.py:541-544) (fix: kv_cache_dtype: auto, bfloat16 or '
                           'fp8_e4m3)' % dtype, 'llmops_kv_cache_dtype')
-    backends = list(rules['backends'].get(dtype, {}).get(gen) or ())
-    raw = rules['raw_layout_backend'] in backends or dtype != 'fp8_e4m3'
+    if backends is None:
+        backends = list(rules['backends'].get(dtype, {}).get(gen) or ())
+    else:
+        backends = list(backends)
+    # kv_cache_configurator.py:3434-3456: trtllm on either side, or tilelang on both, keeps the raw latent.
+    raw = (rules['raw_layout_backend'] in backends or dtype != 'fp8_e4m3' or
+           (len(backends) == 2 and backends[0] == backends[1] == 'tilelang'))
     rank, rope = facts['kv_lora_rank'], facts['qk_rope_head_dim']
     if raw:
         latent = rank + rope

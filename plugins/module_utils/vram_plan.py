@@ -166,8 +166,14 @@ def check_tp(facts, tp, attn_tp=None):
 # Parameter counts (the tensor layout of model_tensors; checked against the model cards' totals)
 # --------------------------------------------------------------------------------------------------------------
 
-def _attn_params(f):
-    return _mt.params(_mt.attention(f))
+def _attn_params(f, swa=False):
+    return _mt.params(_mt.attention(f, swa))
+
+
+def _mixer_params(f):
+    """Attention (full and sliding-window, each its own geometry) and GDN parameters of every decoder layer."""
+    full = f['layers'] - f['n_linear'] - f['n_swa']
+    return f['n_linear'] * _gdn_params(f) + full * _attn_params(f) + f['n_swa'] * _attn_params(f, swa=True)
 
 
 def _gdn_params(f):
@@ -197,7 +203,7 @@ def param_counts(f):
     norms = 2 * f['hidden']
     linear = f['n_linear']
     full = f['layers'] - linear
-    mixers = linear * _gdn_params(f) + full * _attn_params(f)
+    mixers = _mixer_params(f)
     embed = f['vocab'] * f['hidden']
     head = 0 if f['tied'] else embed
     # MoE models whose first layers have a dense MLP (first_k_dense_replace: DeepSeek, Kimi, GLM-4.5).
@@ -307,6 +313,13 @@ def kv_layer_bytes(f, tp, kv_bytes):
     return kv_heads_per_rank(f, tp) * (f['head_dim'] + f['v_head_dim']) * kv_bytes, True
 
 
+def swa_layer_bytes(f, tp, kv_bytes):
+    """Bytes one token keeps in one sliding-window layer of one rank (HybridSWAPoolConfigurator._swa_per_token,
+    model_executor/pool_configurator.py:711-716): get_swa_num_kv_heads(attn_tp) x (swa_head_dim + swa_v_head_dim);
+    the full layers' geometry unless the config names its own (MiMo-V2-Flash: 8 KV heads against 4)."""
+    return max(1, f['swa_kv_heads'] // tp) * (f['swa_head_dim'] + f['swa_v_head_dim']) * kv_bytes
+
+
 def kv_cell_bytes(f, tp, kv_bytes, draft_layers_in_budget, swa_ratio=None, dsa=None):
     """The per-token cell of the token budget, and the part of it that is the draft's layers (when in the budget).
 
@@ -314,9 +327,9 @@ def kv_cell_bytes(f, tp, kv_bytes, draft_layers_in_budget, swa_ratio=None, dsa=N
     the GDN ones), plus EAGLE/NEXTN draft layers priced as int(target cell x draft layers / target layers)
     (:310-314, "assumes the draft shares the target's per-layer KV size"). DSA (``dsa``: sglang_layout.dsa_layout):
     the latent of every layer plus the indexer bytes of the layers that compute top-k (:399-409); a draft adds its
-    share of the latent and the indexer of all its layers (:282-309). HybridSWAPoolConfigurator: full layers +
-    swa_ratio x sliding-window layers (SWA tokens = full tokens x swa_ratio); the budget divides by this cell and
-    reports the full-layer token count.
+    share of the latent and the indexer of all its layers (:282-309). HybridSWAPoolConfigurator (:656-803): full
+    layers + swa_ratio x sliding-window layers at their own per-layer size (swa_layer_bytes; SWA tokens = full tokens
+    x swa_ratio); the budget divides by this cell and reports the full-layer token count.
     """
     if dsa is not None:
         per_layer = dsa['latent_dim'] * kv_bytes
@@ -329,7 +342,7 @@ def kv_cell_bytes(f, tp, kv_bytes, draft_layers_in_budget, swa_ratio=None, dsa=N
     per_layer, _split = kv_layer_bytes(f, tp, kv_bytes)
     cell = per_layer * f['n_full']
     if f['family'] == 'hybrid_swa':
-        cell += swa_ratio * per_layer * f['n_swa']
+        cell += swa_ratio * swa_layer_bytes(f, tp, kv_bytes) * f['n_swa']
         return cell, per_layer * draft_layers_in_budget
     draft = int(cell * draft_layers_in_budget / f['n_full']) if draft_layers_in_budget > 0 and f['n_full'] else 0
     return cell, draft
@@ -341,7 +354,7 @@ def dp_attention_weights(f, tp, attn_tp, bytes_per_param):
     down projections are replicated either way (param_counts counts them as replicated)."""
     if attn_tp >= tp or not bytes_per_param:
         return 0.0
-    mixers = f['n_linear'] * _gdn_params(f) + (f['layers'] - f['n_linear']) * _attn_params(f)
+    mixers = _mixer_params(f)
     if f['attention'] == 'mla':
         mixers -= (f['layers'] - f['n_linear']) * f['hidden'] * (f['q_lora_rank'] + f['kv_lora_rank'] + f['qk_rope_head_dim'])
     return mixers * (1.0 / attn_tp - 1.0 / tp) * bytes_per_param
@@ -637,7 +650,8 @@ def _plan(p):
     else:
         # MLA: one latent buffer per layer ("KV size" in the log); reported as K, V stays 0.
         k_bytes, v_bytes = rows * per_layer * facts['n_full'], 0
-    swa_bytes = (swa_tokens + page_size) * per_layer * facts['n_swa'] if swa_tokens is not None else 0
+    swa_bytes = ((swa_tokens + page_size) * swa_layer_bytes(facts, attn_tp, kv_bytes) * facts['n_swa']
+                 if swa_tokens is not None else 0)
     # The draft's own pool has the target's token count (kv_cache_configurator.py:470-474) and the draft's geometry:
     # a draft checkpoint its own KV heads and layers; a path-less MTP head the target's per-layer size for its
     # num_nextn_predict_layers layers (1 for the hybrid GDN drafts, kv_cache_configurator.py:2614-2622), plus the

@@ -4,22 +4,25 @@
 """The planner's KV-cache families against real SGLang start-up logs (tests/fixtures/sglang_logs/cases.yml).
 
 Each case is a log from a public issue, PR, repository or the SGLang docs build, and the real config.json of its model.
-Every number below is read from the log itself; the planner (vram_plan) must reproduce it:
+Every number below is read from the log itself; the planner (vram_plan, sglang_layout) must reproduce it:
 
-- pool sizes: the per-token bytes the planner derives from the config (MHA/GQA heads per attention-TP rank, MLA
-  latent width, hybrid-GDN full layers only, the sliding-window split) times the rows SGLang allocates (#tokens + page)
-  must give the K/V/KV sizes SGLang logged, to the two decimals it prints (bound: half a unit of the last digit);
+- pool sizes: the per-token bytes of the planner's own cell functions (vram_plan.kv_layer_bytes / swa_layer_bytes /
+  kv_cell_bytes with sglang_layout.dsa_layout) times the rows SGLang allocates (#tokens + page) must give the K/V/KV
+  sizes SGLang logged, to the two decimals it prints (bound: half a unit of the last digit);
 - the sliding-window pool holds swa_full_tokens_ratio x the full pool (exact);
 - the token count: where the log states the memory before and after loading and mem_fraction_static,
   vram_plan.plan() calibrated with exactly those figures must give the logged count. Bound: each avail-mem figure is
   rounded to 0.005 GiB, and SGLang allocates a little between "Load weight end" and pool sizing that no log line
   shows; the planner's own allowance for it is DEFAULT_RUNTIME_OVERHEAD_GIB. The logged count must lie between plan()
   with that allowance and plan() without it, widened by the rounding;
-- speculative decoding: the draft worker's pool has the target's token count and one layer of the target's per-layer KV
-  (the planner's draft rule), and plan() asked for the same speculative settings must report that draft pool.
+- speculative decoding: the draft worker's pool has the target's token count, and plan() asked for the speculative
+  settings the log's server_args print (algorithm, steps, top-k, draft tokens; an EAGLE-3 draft checkpoint's
+  config.json as the profile's serving.speculative.draft.config) must report that draft pool per token.
 
 A log that needs a planner feature main does not have is a strict xfail naming the feature, so it fails loudly once the
-feature lands. The error of every data point is printed (pytest -s); docs/plan.md tabulates them.
+feature lands. A log of an older release whose figure the pinned release would not reproduce is a version difference:
+it is checked against the pinned formula under the older release's layout, and the pinned default is a strict xfail
+with both numbers in its reason. The error of every data point is printed (pytest -s); docs/plan.md tabulates them.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -34,7 +37,9 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils import model_config as mc
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_layout as sl
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils import spec_draft as sdr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
@@ -103,6 +108,12 @@ def first_float(pattern, text):
     return float(match.group(1)) if match else None
 
 
+def header(case):
+    """The whole log file: its header quotes the printed server_args (the log blocks hold the log lines only)."""
+    with open(os.path.join(FIXTURES, 'sglang_logs', case['log'])) as handle:
+        return handle.read()
+
+
 def case_id(case):
     return case['log'].split('/')[-1][:-3]
 
@@ -121,34 +132,50 @@ def facts_of(case):
     return vp.sized_facts(config(case['config']), RELEASE)
 
 
-def predicted_gib(facts, case, tokens, role):
+def kv_dtype(case):
+    return 'fp8_e4m3' if case['kv_bytes'] == 1 else 'bfloat16'
+
+
+def dsa_of(case, facts, backends='logged'):
+    """sglang_layout.dsa_layout of a DSA case: under the DSA backends the log's server_args print (or, for a version
+    difference, the case's dsa_backends), or (backends=None) the pinned release's defaults on the case's GPU."""
+    if backends == 'logged':
+        text = header(case)
+        backends = [re.search(r"[nd]sa_%s_backend='(\w+)'" % side, text) for side in ('prefill', 'decode')]
+        backends = [m.group(1) for m in backends] if all(backends) else None
+        if backends is None or case.get('version_difference'):
+            backends = case['dsa_backends']
+    return sl.dsa_layout(RELEASE, facts, kv_dtype(case), case.get('compute_capability'), backends=backends)
+
+
+def predicted_gib(facts, case, tokens, role, dsa=None):
     """(K, V) or (KV, None) GiB of a pool of `tokens` by the planner's per-token rules; role full, swa or draft."""
     rows = tokens + case.get('page', 1)
     tp, kv_bytes = case['attn_tp'], case['kv_bytes']
     if facts['attention'] == 'mla':
-        # The planner's MLA cell: the latent (and whatever else the family adds per layer) of every layer.
-        cell, _draft = vp.kv_cell_bytes(facts, tp, kv_bytes, 0)
-        layers = 1 if role == 'draft' else facts['n_full']
-        return rows * cell / facts['n_full'] * layers / GIB, None
-    layers = {'full': facts['n_full'], 'swa': facts['n_swa'], 'draft': 1}[role]
-    head_dim, v_head_dim = facts['head_dim'], facts['v_head_dim']
+        # The planner's MLA cell: the latent of every layer (DSA: plus the index keys of every indexer layer).
+        cell, _draft = vp.kv_cell_bytes(facts, tp, kv_bytes, 0, dsa=dsa)
+        assert role != 'draft' or dsa is None, 'no DSA draft pool is among the cases'
+        return rows * (cell if role != 'draft' else vp.kv_layer_bytes(facts, tp, kv_bytes)[0]) / GIB, None
     if role == 'swa':
-        # Sliding-window layers may have their own KV heads and dims (MiMo-V2-Flash: 8 heads vs 4); the planner's
-        # facts carry none yet, so the full-layer values apply (gpt-oss uses the same for both).
-        facts = dict(facts, kv_heads=facts.get('swa_kv_heads') or facts['kv_heads'])
-        head_dim = facts.get('swa_head_dim') or head_dim
-        v_head_dim = facts.get('swa_v_head_dim') or v_head_dim
-    heads = vp.kv_heads_per_rank(facts, tp)
-    return (rows * heads * head_dim * layers * kv_bytes / GIB, rows * heads * v_head_dim * layers * kv_bytes / GIB)
+        # HybridSWAPoolConfigurator: the sliding-window layers at their own geometry (vram_plan.swa_layer_bytes).
+        heads = max(1, facts['swa_kv_heads'] // tp)
+        k_dim, v_dim, layers = facts['swa_head_dim'], facts['swa_v_head_dim'], facts['n_swa']
+        assert vp.swa_layer_bytes(facts, tp, kv_bytes) == heads * (k_dim + v_dim) * kv_bytes
+    else:
+        heads = vp.kv_heads_per_rank(facts, tp)
+        k_dim, v_dim, layers = facts['head_dim'], facts['v_head_dim'], facts['n_full'] if role == 'full' else 1
+        assert vp.kv_layer_bytes(facts, tp, kv_bytes)[0] == heads * (k_dim + v_dim) * kv_bytes
+    return rows * heads * k_dim * layers * kv_bytes / GIB, rows * heads * v_dim * layers * kv_bytes / GIB
 
 
-def check_pool(case, facts, logged, role):
-    predicted = predicted_gib(facts, case, logged['tokens'], role)
-    pairs = [(predicted[0], logged['kv'])] if predicted[1] is None else [(predicted[0], logged['k']),
-                                                                          (predicted[1], logged['v'])]
-    for value, seen in pairs:
-        print('%s %s pool (%s): predicted %.4f GiB, logged %.2f (%+.2f %%)'
-              % (case_id(case), role, facts['family'], value, seen, 100.0 * (value - seen) / seen))
+def check_pool(case, facts, logged, role, dsa=None, label=''):
+    predicted = predicted_gib(facts, case, logged['tokens'], role, dsa)
+    pairs = [(predicted[0], logged['kv'], 'KV')] if predicted[1] is None else [(predicted[0], logged['k'], 'K'),
+                                                                                (predicted[1], logged['v'], 'V')]
+    for value, seen, name in pairs:
+        print('%s %s pool %s (%s%s): predicted %.4f GiB, logged %.2f (%+.2f %%)'
+              % (case_id(case), role, name, facts['family'], label, value, seen, 100.0 * (value - seen) / seen))
         assert abs(value - seen) <= ROUNDING_GIB + 1e-9, (case['log'], role, value, seen)
 
 
@@ -158,8 +185,35 @@ def test_logged_pool_sizes_follow_from_the_config(case):
     logged = pools(case)
     checked = [role for role in ('full', 'swa') if role in logged]
     assert checked, 'no target pool line in %s' % case['log']
+    dsa = dsa_of(case, facts) if facts['dsa'] else None
+    if dsa is not None:
+        # The layout the run stored: its DSA backends, as the log prints them (or the case states for a version
+        # difference), through the pinned release's rule.
+        assert dsa['kv_cache_dtype'] == kv_dtype(case)
     for role in checked:
-        check_pool(case, facts, logged[role], role)
+        check_pool(case, facts, logged[role], role, dsa, ', DSA latent %d B' % dsa['latent_dim'] if dsa else '')
+
+
+DSA_CASES = [c for c in CASES if 'dsa_backends' in c or 'nsa_prefill_backend' in header(c)]
+
+
+@pytest.mark.parametrize('case', [pytest.param(c, id=case_id(c)) for c in DSA_CASES])
+def test_dsa_backends_of_a_case_are_the_logged_ones_unless_it_states_a_version_difference(case):
+    text = header(case)
+    if case.get('version_difference'):
+        assert 'dsa_prefill_backend' not in text and 'nsa_prefill_backend' not in text, case['log']
+    else:
+        assert 'dsa_backends' not in case or all("_backend='%s'" % b in text for b in case['dsa_backends'])
+
+
+@pytest.mark.parametrize('case', [pytest.param(c, id=case_id(c), marks=pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason=c['version_difference'])) for c in CASES if c.get('version_difference')])
+def test_the_pinned_release_default_reproduces_the_log(case):
+    """A version difference: the pinned release's own default layout on the log's GPU, against the logged pool."""
+    facts = facts_of(case)
+    dsa = dsa_of(case, facts, backends=None)
+    for role in [r for r in ('full', 'swa') if r in pools(case)]:
+        check_pool(case, facts, pools(case)[role], role, dsa, ', pinned default latent %d B' % dsa['latent_dim'])
 
 
 @pytest.mark.parametrize('case', marked([c for c in CASES if 'Use sliding window memory pool' in log_text(c)]))
@@ -180,9 +234,7 @@ def budget_inputs(case):
     text = log_text(case)
     before = first_float(r'Load weight begin\. avail mem=([\d.]+) GB', text)
     after = first_float(r'Load weight end\..*?avail mem=([\d.]+) GB', text)
-    with open(os.path.join(FIXTURES, 'sglang_logs', case['log'])) as handle:
-        # The printed server_args are quoted in the file's header, not in the log blocks.
-        frac = first_float(r'mem_fraction_static=([\d.]+)', handle.read())
+    frac = first_float(r'mem_fraction_static=([\d.]+)', header(case))
     assert None not in (before, after, frac), case['log']
     return before, after, frac
 
@@ -219,29 +271,58 @@ SPEC_CASES = [c for c in CASES if 'draft' in c.get('pools', [])]
 
 
 @pytest.mark.parametrize('case', marked(SPEC_CASES))
-def test_the_draft_pool_is_one_target_layer_at_the_target_token_count(case):
+def test_the_draft_pool_has_the_target_token_count_and_the_drafts_geometry(case):
     logged = pools(case)
     facts = facts_of(case)
-    # The planner's draft rule: the draft pool holds the target's token count (same rows)...
+    # kv_cache_configurator.py:470-474: the draft pool holds the target's token count (same rows)...
     assert logged['draft']['tokens'] == logged['full']['tokens'], (case['log'], logged)
-    # ...of one full-attention layer with the target's per-layer KV.
-    check_pool(case, facts, logged['draft'], 'draft')
+    if not case.get('draft_config'):
+        # ...of one full-attention layer of the target's per-layer KV: a path-less MTP head
+        # (num_nextn_predict_layers 1), or an EAGLE draft with the target's geometry.
+        check_pool(case, facts, logged['draft'], 'draft')
+        return
+    # ...an EAGLE-3 draft checkpoint: its own KV heads and layers (spec_draft.draft_kv_layer_bytes / draft_layers).
+    draft = sdr.draft_facts(config(case['draft_config']), RELEASE)
+    rows = logged['draft']['tokens'] + case.get('page', 1)
+    per_token = sdr.draft_layers(draft) * sdr.draft_kv_layer_bytes(draft, case['attn_tp'], case['kv_bytes'])
+    heads = max(1, draft['kv_heads'] // case['attn_tp'])
+    for value, seen, dim in ((rows * per_token * draft['head_dim'] / (draft['head_dim'] + draft['v_head_dim']),
+                              logged['draft']['k'], 'K'),
+                             (rows * per_token * draft['v_head_dim'] / (draft['head_dim'] + draft['v_head_dim']),
+                              logged['draft']['v'], 'V')):
+        value /= GIB
+        print('%s draft pool %s (%s, %d layer(s) x %d KV heads): predicted %.4f GiB, logged %.2f (%+.2f %%)'
+              % (case_id(case), dim, draft['arch'], sdr.draft_layers(draft), heads, value, seen,
+                 100.0 * (value - seen) / seen))
+        assert abs(value - seen) <= ROUNDING_GIB + 1e-9, (case['log'], dim, value, seen)
+
+
+def spec_settings(case):
+    """plan() inputs of the speculative settings the log's printed server_args state."""
+    text = header(case)
+    algorithm = re.search(r"speculative_algorithm='(\w+)'", text).group(1)
+    out = dict(speculative_algorithm=algorithm)
+    for key in ('speculative_num_steps', 'speculative_eagle_topk', 'speculative_num_draft_tokens'):
+        out[key] = int(re.search(r'%s=(\d+)' % key, text).group(1))
+    if case.get('draft_config'):
+        out['draft_model_config'] = config(case['draft_config'])
+    return out
 
 
 @pytest.mark.parametrize('case', marked(SPEC_CASES, key='xfail_spec'))
 def test_plan_reports_the_logged_draft_pool(case):
-    extra = dict(speculative_num_draft_tokens=case['spec']['num_draft_tokens'])
-    if case.get('draft_config'):
-        extra['draft_model_config'] = config(case['draft_config'])
-    result = planned(case, vp.DEFAULT_RUNTIME_OVERHEAD_GIB, **extra)
+    result = planned(case, vp.DEFAULT_RUNTIME_OVERHEAD_GIB, **spec_settings(case))
     draft = pools(case)['draft']
     logged_rows = draft['tokens'] + case.get('page', 1)
     logged_bytes = ((draft['k'] + draft['v']) if draft['kv'] is None else draft['kv']) * GIB / logged_rows
     rows = result['kv_cache_tokens'] + result['page_size']
+    # draft_kv_gib is rounded to three decimals.
     planned_bytes = result['draft_kv_gib'] * GIB / rows
     # Both sides are per-token figures of two-decimal (log) / three-decimal (plan) GiB sizes.
     bound = 2 * ROUNDING_GIB * GIB / logged_rows + 0.0005 * GIB / rows
-    print('%s draft: plan() %.0f B/token, log %.0f B/token' % (case_id(case), planned_bytes, logged_bytes))
+    print('%s draft (%s): plan() %.0f B/token, log %.0f B/token (%+.2f %%; bound %.0f B)'
+          % (case_id(case), result['speculative']['algorithm'], planned_bytes, logged_bytes,
+             100.0 * (planned_bytes - logged_bytes) / logged_bytes, bound))
     assert abs(planned_bytes - logged_bytes) <= bound
 
 
@@ -251,6 +332,8 @@ def test_plan_reports_the_logged_draft_pool(case):
     ('moonshotai__Kimi-K2.5', 'mla'), ('openai__gpt-oss-120b', 'hybrid_swa'),
     ('Qwen__Qwen3-Next-80B-A3B-Thinking', 'hybrid_gdn'), ('Qwen__Qwen3.5-122B-A10B', 'hybrid_gdn'),
     ('Qwen__Qwen3-30B-A3B', 'gqa'), ('Qwen__Qwen3-30B-A3B-FP8', 'gqa'), ('meta-llama__Llama-2-7b-chat-hf', 'gqa'),
+    ('XiaomiMiMo__MiMo-7B-Base', 'gqa'), ('XiaomiMiMo__MiMo-V2-Flash', 'hybrid_swa'), ('zai-org__GLM-5-FP8', 'mla'),
+    ('deepseek-ai__DeepSeek-V3.2', 'mla'),
 ])
 def test_each_fixture_config_lands_in_its_family(name, family):
     assert facts_of(dict(config=name))['family'] == family
@@ -264,6 +347,21 @@ def test_an_architecture_in_no_family_is_refused_with_the_supported_list():
     assert err.value.kind == 'architecture'
     assert 'Gemma3ForCausalLM is not one the planner sizes' in text and 'DeepseekV3ForCausalLM' in text
     assert 'GptOssForCausalLM' in text and 'Qwen3_5MoeForConditionalGeneration' in text
+
+
+def test_mimo_v2_flash_sliding_window_layers_keep_their_own_geometry():
+    # configs/model_config.py:2721-2730 hybrid_layer_pattern (1 = sliding window); :1357-1365, :1713-1717 the SWA
+    # heads and dims; pool_configurator.py:704-716 prices full and SWA layers each at its own size.
+    cfg = config('XiaomiMiMo__MiMo-V2-Flash')
+    facts = facts_of(dict(config='XiaomiMiMo__MiMo-V2-Flash'))
+    assert (facts['n_full'], facts['n_swa']) == (cfg['hybrid_layer_pattern'].count(0), cfg['hybrid_layer_pattern'].count(1))
+    assert vp.kv_layer_bytes(facts, 4, 2)[0] == 1 * (192 + 128) * 2
+    assert vp.swa_layer_bytes(facts, 4, 2) == 2 * (192 + 128) * 2
+    cell, _draft = vp.kv_cell_bytes(facts, 4, 2, 0, swa_ratio=0.8)
+    assert cell == 9 * 640 + 0.8 * 39 * 1280
+    # gpt-oss names no SWA geometry of its own: both pools use the full layers' (unchanged by the rule).
+    oss = facts_of(dict(config='openai__gpt-oss-120b'))
+    assert vp.swa_layer_bytes(oss, 1, 2) == vp.kv_layer_bytes(oss, 1, 2)[0]
 
 
 def test_mla_keeps_the_whole_latent_on_every_rank():
@@ -296,13 +394,15 @@ def test_nextn_layers_count_only_when_positive():
 # Parameter counts from the config alone against the totals the model cards publish, to the precision they publish
 # (Qwen3-32B card: "Number of Parameters: 32.8B"; Qwen3-235B-A22B: 235B total, 22B activated; DeepSeek-V3: 671B
 # total, 37B activated per token (the 14B MTP module apart); gpt-oss-120b: 117B total, 5.1B active; Llama 3.1 8B:
-# 8.03B).
+# 8.03B; MiMo-V2-Flash (github.com/XiaomiMiMo/MiMo-V2-Flash README): 309B total, 15B active, the separately published
+# 3-layer MTP (0.33B per block) not in the fixture config and not counted).
 @pytest.mark.parametrize('name, total_b, total_digits, active_b, active_digits', [
     ('Qwen__Qwen3-32B', 32.8, 1, None, None),
     ('Qwen__Qwen3-235B-A22B-FP8', 235, 0, 22, 0),
     ('deepseek-ai__DeepSeek-V3', 671, 0, 37, 0),
     ('openai__gpt-oss-120b', 117, 0, 5.1, 1),
     ('meta-llama__Meta-Llama-3.1-8B', 8.03, 2, None, None),
+    ('XiaomiMiMo__MiMo-V2-Flash', 309, 0, 15, 0),
 ])
 def test_parameter_counts_match_the_model_cards(name, total_b, total_digits, active_b, active_digits):
     counts = vp.param_counts(facts_of(dict(config=name)))

@@ -93,6 +93,23 @@ def test_dsa_cell_is_the_latent_plus_132_indexer_bytes_per_layer(gpu, dtype, lat
     assert result['k_size_gib'] == round(rows * result['kv_bytes_per_token'] / GIB, 3) and result['v_size_gib'] == 0
 
 
+@pytest.mark.parametrize('backends, latent', [
+    # kv_cache_configurator.py:3434-3440: trtllm on either side keeps the raw latent.
+    (['trtllm', 'flashmla_kv'], 576), (['flashmla_sparse', 'trtllm'], 576),
+    # :3449-3456: tilelang on both sides too (SGLang's argument checks refuse it on one side only).
+    (['tilelang', 'tilelang'], 576),
+    # :3458-3473: every other fp8 backend (the GLM-5 log's flashmla_auto / flashmla_kv) stores the scaled latent.
+    (['flashmla_auto', 'flashmla_kv'], 656), (['flashmla_kv', 'flashmla_kv'], 656),
+])
+def test_explicit_dsa_backends_decide_the_fp8_latent_layout(backends, latent):
+    facts = vp.sized_facts(V32, RELEASE)
+    for cc in ('9.0', '10.0'):  # explicit backends replace the per-GPU defaults
+        dsa = sl.dsa_layout(RELEASE, facts, 'fp8_e4m3', cc, backends=backends)
+        assert dsa['latent_dim'] == latent and dsa['backends'] == backends
+    # bf16 is never rescaled, whatever the backend.
+    assert sl.dsa_layout(RELEASE, facts, 'bfloat16', '10.0', backends=backends)['latent_dim'] == 576
+
+
 def test_the_doc_figures_of_section_2_4():
     assert plan(model_config=V32, gpu_profile=H200, tp_size=8, weights_bytes=V32_BYTES)['kv_bytes_per_token'] == 78324
     assert plan(model_config=V32, gpu_profile=B200, tp_size=8, weights_bytes=V32_BYTES)['kv_bytes_per_token'] == 43188
