@@ -320,8 +320,10 @@ def test_plan_reports_the_logged_draft_pool(case):
     planned_bytes = result['draft_kv_gib'] * GIB / rows
     # Both sides are per-token figures of two-decimal (log) / three-decimal (plan) GiB sizes.
     bound = 2 * ROUNDING_GIB * GIB / logged_rows + 0.0005 * GIB / rows
-    print('%s draft (%s): plan() %.0f B/token, log %.0f B/token (%+.2f %%; bound %.0f B)'
-          % (case_id(case), result['speculative']['algorithm'], planned_bytes, logged_bytes,
+    exact = (result['speculative']['draft'] or {}).get('kv_bytes_per_token')
+    print('%s draft (%s): plan() %.0f B/token%s, log %.0f B/token (%+.2f %%; bound %.0f B)'
+          % (case_id(case), result['speculative']['algorithm'], planned_bytes,
+             ' (draft kv_bytes_per_token %d)' % exact if exact else '', logged_bytes,
              100.0 * (planned_bytes - logged_bytes) / logged_bytes, bound))
     assert abs(planned_bytes - logged_bytes) <= bound
 
