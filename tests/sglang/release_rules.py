@@ -71,9 +71,9 @@ def quantization_rules_match_source(release, srt):
         text = ''.join(inspect.getsource(k) for k in cls.__mro__ if k.__module__.startswith('sglang.') and
                        k.__name__ != 'QuantizationConfig')
         has = 'kv_cache_quant_algo' in text
-        out.append(('quantization kv_cache_auto %s %s' % (method, 'listed' if method in listed else 'not listed'),
-                    has == (method in listed), '%s %s kv_cache_quant_algo' % (cls.__name__, 'sets' if has else
-                                                                                'never sets')))
+        name = 'quantization kv_cache_auto %s %s' % (method, 'listed' if method in listed else 'not listed')
+        detail = '%s %s kv_cache_quant_algo' % (cls.__name__, 'sets' if has else 'never sets')
+        out.append((name, has == (method in listed), detail))
     for fmt in rules['formats']:
         for arch in fmt['archs']:
             method = arch.get('method') or fmt['method']

@@ -93,10 +93,10 @@ def test_modelopt_fp8_and_fp8_read_their_own_keys():
     assert sq.kv_cache_auto(RULES, odd)['algo'] is None
     # Fp8Config ignores a scheme and reads the key (fp8.py:366-367).
     ds = config('deepseek-ai__DeepSeek-V3')
-    assert not sq.kv_cache_auto(RULES, dict(ds, quantization_config=dict(ds['quantization_config'],
-                                                                        kv_cache_scheme=SCHEME8)))['fp8']
-    assert sq.kv_cache_auto(RULES, dict(ds, quantization_config=dict(ds['quantization_config'],
-                                                                    kv_cache_quant_algo='fp8')))['fp8']
+    with_scheme = dict(ds, quantization_config=dict(ds['quantization_config'], kv_cache_scheme=SCHEME8))
+    with_key = dict(ds, quantization_config=dict(ds['quantization_config'], kv_cache_quant_algo='fp8'))
+    assert not sq.kv_cache_auto(RULES, with_scheme)['fp8']
+    assert sq.kv_cache_auto(RULES, with_key)['fp8']
 
 
 def test_compressed_tensors_needs_a_static_symmetric_per_tensor_scheme():

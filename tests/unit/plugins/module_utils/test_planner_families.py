@@ -171,8 +171,10 @@ def predicted_gib(facts, case, tokens, role, dsa=None):
 
 def check_pool(case, facts, logged, role, dsa=None, label=''):
     predicted = predicted_gib(facts, case, logged['tokens'], role, dsa)
-    pairs = [(predicted[0], logged['kv'], 'KV')] if predicted[1] is None else [(predicted[0], logged['k'], 'K'),
-                                                                                (predicted[1], logged['v'], 'V')]
+    if predicted[1] is None:
+        pairs = [(predicted[0], logged['kv'], 'KV')]
+    else:
+        pairs = [(predicted[0], logged['k'], 'K'), (predicted[1], logged['v'], 'V')]
     for value, seen, name in pairs:
         print('%s %s pool %s (%s%s): predicted %.4f GiB, logged %.2f (%+.2f %%)'
               % (case_id(case), role, name, facts['family'], label, value, seen, 100.0 * (value - seen) / seen))
