@@ -70,8 +70,7 @@ def text(pieces, origin, example, since=None, until=None, source=None):
 # Where the verbatim pieces of a text come from (tests/sglang/test_log_catalogue.py looks each up there).
 ORIGINS = {
     'sglang': 'the installed pinned SGLang package: its Python string literals (implicit concatenation joined)',
-    'torch': "PyTorch's Python string literals and its C++ libraries (torch/lib/libc10*.so, libtorch_python.so, "
-             'libtorch_cuda.so)',
+    'torch': "PyTorch's C++ libraries (torch/lib/libc10.so, libc10_cuda.so, libtorch_python.so, libtorch_cuda.so)",
     'cudart': "the CUDA runtime library of SGLang's wheels (nvidia/*/lib/libcudart.so.*): cudaGetErrorString/Name",
     'nccl': "the NCCL library of SGLang's wheels (nvidia/nccl/lib/libnccl.so.*)",
     'pynvml': "nvidia-ml-py's pynvml.py (SGLang's NVML binding)",
@@ -168,8 +167,6 @@ FAILURES = (
                   'utils/common.py get_nvgpu_memory_capacity',
            example='RuntimeError: nvidia-smi failed (exit code 18: Failed to initialize NVML: Driver/library version '
                    'mismatch'),
-      text(['NVML_ERROR_LIB_RM_VERSION_MISMATCH'], 'pynvml', source='pynvml.py',
-           example='pynvml.NVMLError_LibRmVersionMismatch: NVML_ERROR_LIB_RM_VERSION_MISMATCH'),
       text(['RM has detected an NVML/RM version mismatch'], 'pynvml', source='pynvml.py _nvmlErrorString fallback',
            example='pynvml.NVMLError_LibRmVersionMismatch: RM has detected an NVML/RM version mismatch.'),
       text(['NVRM: API mismatch: the client has the version'], 'nvidia-driver',
