@@ -10,8 +10,10 @@ installed source or library of ``origin``: the pinned SGLang, PyTorch, CUDA's ru
 ``Field`` is a value the program formats in (a number, a name); ``Value`` is such a value that a signature needs to
 be one particular value (an error number); ``OneOf`` is a choice of verbatim words; ``Raw`` is structure, not words
 (the logger's prefix, an optional clause). A text's regex is built from its pieces, so what is matched is what is
-looked up. ``example`` is a line the program prints (the unit tests match it), ``since``/``until`` the SGLang
-releases that print an ``sglang`` text where it is not every release the table knows.
+looked up. ``example`` is a line the program prints (the unit tests match it); ``when`` says which SGLang releases
+print an ``sglang`` text, from the release table (profiles/sglang_releases.yml), where not every one does:
+``('flag', name)`` the releases whose ``flags.<name>`` is true, ``('wording', name)`` those whose ``flags.<name>`` is
+this text.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -62,9 +64,9 @@ def NUM(name=None):  # noqa: N802
     return Field(r'-?\d+(?:\.\d+)?', name)
 
 
-def text(pieces, origin, example, since=None, until=None, source=None):
+def text(pieces, origin, example, when=None, source=None):
     """One text: pieces, origin (see ORIGINS), an example line, the SGLang releases that print it, a source note."""
-    return dict(pieces=tuple(pieces), origin=origin, example=example, since=since, until=until, source=source)
+    return dict(pieces=tuple(pieces), origin=origin, example=example, when=when, source=source)
 
 
 # Where the verbatim pieces of a text come from (tests/sglang/test_log_catalogue.py looks each up there).
@@ -102,7 +104,8 @@ FAILURES = (
      'SGLANG_ENABLE_SPEC_V2=1 on 0.5.9/0.5.10) or --mamba-radix-cache-strategy extra_buffer (>= 0.5.15); the '
      'sglang_server role does this when llmops_mamba_strategy is auto. Or add --disable-radix-cache.',
      [text(['Speculative decoding for ', WORD, ' is not compatible with radix cache when using --mamba-', WORD,
-            ' no_buffer'], 'sglang', until='0.5.12', source='server_args.py _handle_mamba_radix_cache (PR #19391)',
+            ' no_buffer'], 'sglang', when=('flag', 'spec_radix_no_buffer'),
+           source='server_args.py _handle_mamba_radix_cache (PR #19391)',
            example='ValueError: Speculative decoding for Qwen3_5MoeForConditionalGeneration is not compatible with '
                    'radix cache when using --mamba-scheduler-strategy no_buffer.To use radix cache with speculative '
                    'decoding, please use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.')]),
@@ -111,18 +114,20 @@ FAILURES = (
      'overlap schedule off, page size 1 and no trtllm_mha; extra_buffer needs an architecture that supports it.',
      'Leave llmops_mamba_strategy at auto (the role renders extra_buffer for MTP with the radix cache), or '
      'satisfy the quoted assertion; the role\'s pre-checks refuse these combinations before the start.',
-     [text(['no_buffer do not support overlap schedule'], 'sglang', since='0.5.15', source='arg_groups/mamba_hook.py',
+     [text(['no_buffer do not support overlap schedule'], 'sglang', when=('flag', 'no_buffer_needs_no_overlap'),
+           source='arg_groups/mamba_hook.py',
            example='AssertionError: no_buffer do not support overlap schedule. Try to set '
                    'disable_overlap_schedule=True.'),
-      text(['no_buffer only supports page_size=1'], 'sglang', since='0.5.15', source='arg_groups/mamba_hook.py',
+      text(['no_buffer only supports page_size=1'], 'sglang', when=('flag', 'no_buffer_needs_no_overlap'),
+           source='arg_groups/mamba_hook.py',
            example='AssertionError: no_buffer only supports page_size=1.'),
-      text(['no_buffer do not support trtllm_mha attention backend'], 'sglang', since='0.5.15',
+      text(['no_buffer do not support trtllm_mha attention backend'], 'sglang', when=('flag', 'no_buffer_needs_no_overlap'),
            source='arg_groups/mamba_hook.py',
            example='AssertionError: no_buffer do not support trtllm_mha attention backend.'),
-      text(['extra_buffer is not supported for ', WORD, '; use no_buffer'], 'sglang', since='0.5.15',
+      text(['extra_buffer is not supported for ', WORD, '; use no_buffer'], 'sglang',
            source='arg_groups/mamba_hook.py',
            example='AssertionError: extra_buffer is not supported for Qwen3NextForCausalLM; use no_buffer.'),
-      text(['extra_buffer_lazy unsupported under PD disaggregation'], 'sglang', since='0.5.15',
+      text(['extra_buffer_lazy unsupported under PD disaggregation'], 'sglang',
            source='arg_groups/mamba_hook.py',
            example='AssertionError: extra_buffer_lazy unsupported under PD disaggregation')]),
     ('mamba_cache_memory', 'the mamba (GDN state) cache does not fit',
@@ -163,7 +168,7 @@ FAILURES = (
      'host driver upgraded without reboot, or an LXC/container whose user space was not updated with the host.',
      _DRIVER_FIX,
      [text(['Failed to initialize NVML: Driver/library version mismatch'], 'nvidia-driver',
-           source='nvidia-smi (nvmlErrorString of NVML_ERROR_LIB_RM_VERSION_MISMATCH); reported by SGLang 0.5.23 '
+           source='nvidia-smi (nvmlErrorString of NVML_ERROR_LIB_RM_VERSION_MISMATCH); reported by SGLang\'s '
                   'utils/common.py get_nvgpu_memory_capacity',
            example='RuntimeError: nvidia-smi failed (exit code 18: Failed to initialize NVML: Driver/library version '
                    'mismatch'),
@@ -310,14 +315,14 @@ FAILURES = (
 # pair; their wording is each rule family's (profiles/sglang_releases.yml flags.parallel_begin / parallel_end, which
 # tests/sglang/test_log_catalogue.py compares with these).
 MILESTONES = (
-    ('parallel_begin', [text(['Init parallel begin.'], 'sglang', since='0.5.23', source='distributed/bootstrap.py',
+    ('parallel_begin', [text(['Init parallel begin.'], 'sglang', when=('wording', 'parallel_begin'), source='distributed/bootstrap.py',
                              example='[2026-11-30 01:21:00 TP0] Init parallel begin.'),
-                        text(['Init torch distributed begin.'], 'sglang', until='0.5.22',
+                        text(['Init torch distributed begin.'], 'sglang', when=('wording', 'parallel_begin'),
                              source='model_executor/model_runner.py init_torch_distributed',
                              example='[2026-04-30 01:21:00 TP0] Init torch distributed begin.')]),
-    ('parallel_end', [text(['Init parallel ends.'], 'sglang', since='0.5.23', source='distributed/bootstrap.py',
+    ('parallel_end', [text(['Init parallel ends.'], 'sglang', when=('wording', 'parallel_end'), source='distributed/bootstrap.py',
                            example='[2026-11-30 01:21:00 TP0] Init parallel ends. elapsed=1.52 s'),
-                      text(['Init torch distributed ends.'], 'sglang', until='0.5.22',
+                      text(['Init torch distributed ends.'], 'sglang', when=('wording', 'parallel_end'),
                            source='model_executor/model_runner.py init_torch_distributed',
                            example='[2026-04-30 01:21:00 TP0] Init torch distributed ends. mem usage=0.41 GB')]),
     ('load_weight_begin', [text(['Load weight begin.'], 'sglang', source='model_executor/model_runner.py load_model',
@@ -350,10 +355,10 @@ MILESTONES = (
 )
 
 # The start-up lines whose numbers are compared with the plan (module_utils/sglang_startup.py), with named fields.
-# Formats: docs/dev/sglang-memory.md section 8 (0.5.23, file:line).
+# Formats: docs/dev/sglang-memory.md section 8 (the pinned release's, file:line).
 _GB = ' GB'
 STARTUP_LINES = (
-    ('memory_baseline', text(['Memory baseline taken. mem usage=', NUM('usage'), _GB], 'sglang', since='0.5.23',
+    ('memory_baseline', text(['Memory baseline taken. mem usage=', NUM('usage'), _GB], 'sglang',
                              source='distributed/bootstrap.py',
                              example='[2026-11-30 01:21:00 TP0] Memory baseline taken. mem usage=1.41 GB')),
     ('load_weight_begin', text(['Load weight begin. avail mem=', NUM('avail'), _GB], 'sglang',

@@ -83,7 +83,7 @@ def parse(argv):
 
 # The start-up lines of the pinned release with known numbers (tests/fixtures/sglang_startup/; the molecule prepare
 # step installs the file next to the stand-in): '#' lines are comments.
-STARTUP_LOG = 'qwen3.5-122b-a10b-tp4-rtx-pro-6000-0.5.23.log'
+STARTUP_LOG = 'qwen3.5-122b-a10b-tp4-rtx-pro-6000.log'
 _STARTUP_PLACES = ('/opt/standin/share/sglang-startup.log',
                    os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures', 'sglang_startup',
                                 STARTUP_LOG))

@@ -11,10 +11,10 @@ sglang_defaults.py can emit), never from a list copied here:
 - each word of a text (its verbatim pieces) must be in the text's origin as installed: a string literal of the
   pinned SGLang (implicit concatenation joined, docstrings left out), of CPython's argparse/asyncio/traceback or
   nvidia-ml-py's pynvml.py, a builtin exception name, a string of PyTorch's, CUDA's runtime or NCCL's shared
-  libraries, a strerror()/dlerror() text. A text of another release (``until``/``since`` excluding the pin) must
-  NOT be whole in the pinned source. Texts of the NVIDIA driver are listed as not checkable here.
-- the parallel-init milestones are exactly the release table's (profiles/sglang_releases.yml flags.parallel_begin
-  and parallel_end), each release's wording inside the catalogue's since/until of that wording.
+  libraries, a strerror()/dlerror() text. A text the release table says the pinned release does not print (its
+  ``when``) must NOT be whole in the pinned source. Texts of the NVIDIA driver are listed as not checkable here.
+- the parallel-init milestones are exactly the release table's wordings (profiles/sglang_releases.yml
+  flags.parallel_begin and parallel_end of every release).
 - each SGLang pre-check, triggered, gives a message that the pinned source can print: a prefix of the output of one
   of its string templates (fields as wildcards, at least half of the message the template's own words), or, for a
   bare ``assert`` of the source, that statement verbatim. Checks of the collection's own (deployment_engine's
@@ -254,6 +254,17 @@ def sglang_can_print(source, message, continuation=False, depth=0):
     return False, 'no template of the installed source prints it'
 
 
+def printed_by(entry, flags):
+    """Whether a release with these flags (the release table's) prints the text (its ``when``)."""
+    when = entry['when']
+    if when is None:
+        return True
+    kind, name = when
+    if kind == 'flag':
+        return bool(flags[name])
+    return flags[name] == ''.join(p for p in entry['pieces'] if isinstance(p, str))
+
+
 def check_texts(release, found, out):
     pin = release['version']
     for kind, name, entry in catalogue.every_text():
@@ -264,14 +275,11 @@ def check_texts(release, found, out):
             out.append(('SKIP', label, 'the NVIDIA driver\'s words (%s): not installable here' % entry['source']))
             continue
         missing = [w for w in words if not any(found[o].has_word(w) for o in where if o in found)]
-        key = sglang_release.version_key
-        other_release = ((entry['since'] and key(pin) < key(entry['since'])) or
-                         (entry['until'] and key(pin) > key(entry['until'])))
-        if other_release:
+        if not printed_by(entry, release['flags']):
             ok = bool(missing)
-            detail = ('not in %s, as since/until say (%s..%s)' % (pin, entry['since'] or '', entry['until'] or '')
-                      if ok else 'every word is in %s although the catalogue says %s..%s: correct since/until'
-                      % (pin, entry['since'] or '', entry['until'] or ''))
+            detail = ('not whole in %s, which by the release table does not print it (when %s)' % (pin, entry['when']) if ok else
+                      'every word is in %s although the release table says %s does not print it (when %s)'
+                      % (pin, pin, entry['when']))
         else:
             ok = not missing
             detail = 'in %s' % '/'.join(where) if ok else 'not in %s: %r' % ('/'.join(where), missing)
@@ -279,24 +287,13 @@ def check_texts(release, found, out):
 
 
 def check_parallel_milestones(table, out):
-    key = sglang_release.version_key
+    """The catalogue's parallel-init texts are the release table's wordings, every one of them."""
     texts = dict(catalogue.MILESTONES)
     for name in ('parallel_begin', 'parallel_end'):
-        ours = dict((e['pieces'][0], e) for e in texts[name])
-        theirs = {}
-        for version, entry in table['releases'].items():
-            if 'flags' in entry:
-                theirs.setdefault(entry['flags'][name], []).append(str(version))
-        ok = set(ours) == set(theirs)
-        detail = 'catalogue %s, release table %s' % (sorted(ours), sorted(theirs))
-        for wording, versions in theirs.items():
-            entry = ours.get(wording)
-            for version in versions:
-                if entry is None or (entry['since'] and key(version) < key(entry['since'])) or \
-                        (entry['until'] and key(version) > key(entry['until'])):
-                    ok = False
-                    detail += '; %s says %r outside the catalogue\'s since/until' % (version, wording)
-        out.append(('PASS' if ok else 'FAIL', 'milestone %s of each rule family' % name, detail))
+        ours = set(''.join(e['pieces']) for e in texts[name] if e['when'] == ('wording', name))
+        theirs = set(entry['flags'][name] for entry in table['releases'].values() if 'flags' in entry)
+        out.append(('PASS' if ours == theirs else 'FAIL', 'milestone %s of each rule family' % name,
+                    'catalogue %s, release table %s' % (sorted(ours), sorted(theirs))))
 
 
 # Inputs that make each check fire (not its wording): check -> ('flags', server, host) for sglang_flags.render of the

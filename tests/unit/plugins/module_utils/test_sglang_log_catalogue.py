@@ -23,10 +23,10 @@ def test_each_text_matches_its_example_and_names_its_origin(kind, name, entry):
     assert catalogue.compile_text(entry).search(entry['example']), entry['example']
     assert set(catalogue.origins(entry)) <= set(catalogue.ORIGINS)
     assert entry['source']
-    for bound in (entry['since'], entry['until']):
-        assert bound is None or sglang_release.version_key(bound)
-    # Only SGLang's own texts are bound to releases.
-    assert entry['since'] is entry['until'] is None or catalogue.origins(entry) == ('sglang',)
+    # Only SGLang's own texts are bound to releases, through a flag of the release table.
+    if entry['when'] is not None:
+        assert catalogue.origins(entry) == ('sglang',)
+        assert entry['when'][0] in ('flag', 'wording') and entry['when'][1] in sglang_release.FLAG_KEYS
     # Every text but a structural one has words to look up.
     assert catalogue.verbatim(entry)
 
@@ -62,7 +62,12 @@ def test_pieces_build_the_regex_and_only_words_are_looked_up():
     assert catalogue.verbatim(entry) == ['Error ', 'abc def']
 
 
-def test_the_parallel_milestones_are_both_rule_families_wordings():
-    begin = dict(catalogue.MILESTONES)['parallel_begin']
-    assert [e['pieces'][0] for e in begin] == ['Init parallel begin.', 'Init torch distributed begin.']
-    assert begin[0]['since'] == '0.5.23' and begin[1]['until'] == '0.5.22'
+def test_the_parallel_milestones_are_the_release_tables_wordings():
+    import os
+    import yaml
+    with open(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', sglang_release.TABLE_PATH)) as handle:
+        table = yaml.safe_load(handle)
+    for name in ('parallel_begin', 'parallel_end'):
+        ours = [e for e in dict(catalogue.MILESTONES)[name] if e['when'] == ('wording', name)]
+        assert set(e['pieces'][0] for e in ours) == set(
+            r['flags'][name] for r in table['releases'].values() if 'flags' in r)

@@ -19,7 +19,7 @@ from test_deployment_refusals import ROOT
 
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_startup as startup
 
-FIXTURE = os.path.join(ROOT, 'tests', 'fixtures', 'sglang_startup', 'qwen3.5-122b-a10b-tp4-rtx-pro-6000-0.5.23.log')
+FIXTURE = os.path.join(ROOT, 'tests', 'fixtures', 'sglang_startup', 'qwen3.5-122b-a10b-tp4-rtx-pro-6000.log')
 
 
 def replay():
