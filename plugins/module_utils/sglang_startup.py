@@ -234,11 +234,11 @@ def _fmt(value):
 def markdown(record):
     """The record as Markdown: a heading line and the table value | planned | logged | drift | verdict."""
     ctx = record.get('context') or {}
+    facts = (ctx.get('sglang_version') or '?', ctx.get('gpu_profile') or '?', ctx.get('tp_size') or '?',
+             ctx.get('model_profile') or '?', record['verdict'], KV_TOKENS_PCT, MEMORY_TOLERANCE_GIB)
     lines = ['## %s on %s: plan vs. logged at start-up' % (ctx.get('instance') or '?', ctx.get('host') or '?'), '',
              'SGLang %s, %s x%s, model profile %s; verdict **%s** (thresholds: counts exact, KV tokens %.0f %%, '
-             'memory %.2f GiB informational).' % (ctx.get('sglang_version') or '?', ctx.get('gpu_profile') or '?',
-                                                 ctx.get('tp_size') or '?', ctx.get('model_profile') or '?',
-                                                 record['verdict'], KV_TOKENS_PCT, MEMORY_TOLERANCE_GIB), '',
+             'memory %.2f GiB informational).' % facts, '',
              '| value | planned | logged | drift | verdict |', '|---|---:|---:|---:|---|']
     for row in record['rows']:
         drift = '-' if row['drift'] is None else '%+g' % row['drift']

@@ -151,9 +151,10 @@ journal_tail:
   elements: str
 startup:
   description:
-    - The start-up record (docs/sglang_server.md) - C(start) (C(started_at), the unit's start in epoch seconds, and
-      C(pid): which start it is), C(context), C(rows) (per value C(key), C(label), C(planned), C(logged), C(drift),
-      C(drift_pct), C(rule), C(verdict) - C(ok), C(drift), C(differs), C(not logged), C(logged only)), C(verdict)
+    - The start-up record (docs/sglang_server.md) - C(context) (what O(plan_context) gave, and C(start) with
+      C(started_at), the unit's start in epoch seconds, and C(pid), which start it is), C(rows) (per value C(key),
+      C(label), C(planned), C(logged), C(drift), C(drift_pct), C(rule), C(verdict) - C(ok), C(drift), C(differs),
+      C(not logged), C(logged only)), C(verdict)
       (C(ok), C(drift), C(incomplete) when SGLang did not log the lines), C(warnings), C(inputs_to_check),
       C(measured) (the free memory before load of this GPU kind and TP size, for the next plan), C(logged) (every
       figure parsed), C(lines) (the lines they came from), C(markdown) (the table).

@@ -126,8 +126,7 @@ class PySource(object):
     def templates(self, message):
         """The templates of the files that hold most of the message's words."""
         for path in self._files_with(message, 0.6):
-            for template in self._parse(path)[1]:
-                yield template
+            yield from self._parse(path)[1]
 
     def raw_has(self, text):
         return any(text in raw for raw in self.raw.values())
