@@ -242,7 +242,7 @@ def markdown(record):
              '| value | planned | logged | drift | verdict |', '|---|---:|---:|---:|---|']
     for row in record['rows']:
         drift = '-' if row['drift'] is None else '%+g' % row['drift']
-        if row['drift_pct'] is not None and row['drift']:
+        if row['drift_pct'] is not None and row['drift'] and row['rule'] in ('count', 'tokens'):
             drift += ' (%+.2f %%)' % row['drift_pct']
         lines.append('| %s | %s | %s | %s | %s |' % (row['label'], _fmt(row['planned']), _fmt(row['logged']), drift,
                                                      row['verdict']))
