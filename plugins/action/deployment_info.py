@@ -137,6 +137,7 @@ class ActionModule(ActionBase):
             p2p_verdict=args.get('p2p_verdict') or '',
             model_commit=args.get('model_commit') or '',
             inventory_dir=task_vars.get('inventory_dir') or '',
+            playbook_dir=task_vars.get('playbook_dir') or '',
             require_secrets=boolean(args.get('require_secrets', True), strict=False),
             api_key=api_key or os.environ.get('SGLANG_API_KEY', ''),
             collection_profiles=os.path.join(COLLECTION_ROOT, 'profiles'),

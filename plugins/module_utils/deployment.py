@@ -23,7 +23,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, sglang_layout, sglang_release
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, sglang_layout, sglang_release, sglang_startup
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts as config_facts
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
@@ -78,6 +78,36 @@ def _settings_table(settings, sources, plan, rendered, model, draft_source, step
             source = 'collection default' if BY_NAME[name]['default'] is not None else 'sglang default'
         table[key] = dict(value=value, source=source)
     return table
+
+
+def _record(ctx, settings, gpu, tp, version, instance):
+    """Where the controller keeps this host's deployment record, and the measured free memory before load the plan
+    uses (an earlier start of this host with the same GPU profile, TP size and SGLang release), with a note."""
+    where = ctx.get('record') or {}
+    out = dict(dir=where.get('dir'), instance_dir=None, startup_memory_file=None, measured=None, note=None)
+    if not where.get('dir') or not settings['llmops_gpu_profile'] or not isinstance(tp, int):
+        return out
+    out['instance_dir'] = '%s/%s' % (where['dir'], instance)
+    out['startup_memory_file'] = sglang_startup.measurement_file(where['dir'], settings['llmops_gpu_profile'], tp)
+    if settings['llmops_plan_free_memory_before_load_gib'] is not None or not settings['llmops_plan_use_measured_memory']:
+        return out
+    try:
+        data = where['load'](out['startup_memory_file'])
+    except (IOError, OSError, ValueError):
+        return out  # nothing measured yet (or unreadable): the profile's estimate
+    value, why = sglang_startup.usable_measurement(data, settings['llmops_gpu_profile'], tp, version)
+    if value is None:
+        out['note'] = 'free memory before load: %s is not used (%s); the plan uses the hardware profile\'s estimate' % (
+            out['startup_memory_file'], why)
+        return out
+    estimate = (gpu.get('memory_total_mib') or 0) / 1024.0 - float(gpu.get('startup_overhead_gib') or 0)
+    out['measured'] = dict(free_memory_before_load_gib=value, file=out['startup_memory_file'],
+                           instance=data.get('instance'), start=data.get('start'), profile_estimate_gib=round(estimate, 3))
+    out['note'] = ('free memory before load: %.2f GiB, measured by the start of %s on this host (%s, TP%d, SGLang %s; '
+                   '%s), used instead of the hardware profile\'s estimate %.2f GiB (memory.total - startup_overhead_gib)'
+                   % (value, data.get('instance') or '?', settings['llmops_gpu_profile'], tp, version,
+                      out['startup_memory_file'], estimate))
+    return out
 
 
 def resolve_server(ctx, variant=None):
@@ -172,10 +202,15 @@ def resolve_server(ctx, variant=None):
 
     plan, plan_error = (None, None)
     rendered = None
+    record = _record(ctx, settings, gpu, tp, prof['pin']['version'], instance)
+    if record['measured'] is not None:
+        settings['llmops_plan_free_memory_before_load_gib'] = record['measured']['free_memory_before_load_gib']
     if not problems:
         inputs = plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps)
         plan, plan_error = run_plan(ctx, settings, inputs, problems)
         if plan is not None:
+            if record['measured'] is not None:
+                plan['free_memory_source'] = 'measured on this host'
             title = '%s: %s on %dx %s, TP%d' % (ctx['host'], model.get('name'), tp, gpu.get('display_name') or
                                                 gpu.get('name'), tp)
             if not plan['fits'] and settings['llmops_plan_must_fit']:
@@ -243,12 +278,15 @@ def resolve_server(ctx, variant=None):
                     check_gpus=settings['llmops_deploy_check_gpus'], p2p_check=settings['llmops_deploy_p2p_check'],
                     p2p_recheck=settings['llmops_p2p_recheck'],
                     remove_previous_model=settings['llmops_remove_previous_model']),
+        record=dict((k, v) for k, v in record.items() if k != 'note'),
         notes=list(rendered['notes']) if rendered else [],
         warnings=list(rendered['warnings']) if rendered else [],
         variants=[],
     )
     if key_warning:
         deployment['warnings'].append(key_warning)
+    if record['note']:
+        deployment['notes'].append(record['note'])
     asked = settings['llmops_max_running_requests']
     if plan and asked is not None and plan.get('max_running_requests_total') != asked:
         deployment['warnings'].append(

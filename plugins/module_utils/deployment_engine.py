@@ -31,7 +31,7 @@ _PLAN_VARIABLE = {
 }
 # Pre-checks that are this collection's own refusals, not SGLang's start-up validations (SGLang would hang or
 # misbehave instead of refusing).
-_COLLECTION_CHECKS = ('nccl_broken', 'gpu_count', 'mtp_layers', 'dp_attention', 'draft_path')
+_COLLECTION_CHECKS = ('nccl_broken', 'gpu_count', 'mtp_layers', 'dp_attention', 'draft_path', 'node_rank')
 # The fix for a planner refusal that names a setting, when the planner gives none.
 _PLAN_FIX = {
     'llmops_context_length': 'lower llmops_context_length to at most the model maximum the message names (or null)',

@@ -12,8 +12,9 @@ here, so unit tests drive exactly the code the playbooks run.
 collection prefix the host has), vars_of (callable: host -> such a dict, for the container's Proxmox host and a
 Proxmox host's containers), overrides, p2p_verdict, require_secrets, api_key, collection_profiles, role_options,
 parse (optional callable (python, [argv, ...]) -> [(ok, message), ...]: SGLang's own parser, every command line
-in one call)). loader = object with ``load(path)`` (parsed YAML; raises IOError/OSError/ValueError) and
-``names(directory)`` (profile names without .yml).
+in one call), playbook_dir (optional: the default llmops_record_dir is build/deploy beside it)). loader = object
+with ``load(path)`` (parsed YAML or JSON; raises IOError/OSError/ValueError) and ``names(directory)`` (profile
+names without .yml).
 Returns (deployment, Problems).
 """
 
@@ -117,7 +118,13 @@ def _server(request, loader, settings, sources, problems):
     lxc_host = settings['llmops_lxc_host']
     if lxc_host and lxc_host in (request.get('groups') or {}).get('proxmox_hosts', []):
         lxc_vars, dummy = deployment_inputs.read(request['vars_of'](lxc_host), {}, Problems(lxc_host), 'proxmox')
+    record_dir = settings['llmops_record_dir'] or posixpath.join(
+        posixpath.dirname((request.get('playbook_dir') or request['collection_profiles']).rstrip('/')), 'build', 'deploy')
+    if not record_dir.startswith('/'):
+        problems.add('llmops_record_dir', record_dir, 'must be an absolute path (a directory on the controller)',
+                     'give the absolute path, or null for build/deploy beside the playbooks directory')
     ctx = dict(host=request['host'], groups=request['groups'], settings=settings, sources=sources,
+               record=dict(dir=posixpath.join(record_dir, request['host']), load=loader.load),
                profiles=profiles, lxc_vars=lxc_vars, api_key=request.get('api_key') or '',
                p2p_verdict=request.get('p2p_verdict') or '', require_secrets=request.get('require_secrets', True),
                model_lock=lock, model_lock_file=lock_file, model_commit=request.get('model_commit') or None,
@@ -192,10 +199,13 @@ def summary(deployment):
     if not deployment:
         return ''
     if deployment.get('kind') == 'sglang_server':
-        return '%s: %s@%s -> %s, %s on %s, TP%s; plan: %s' % (
+        measured = (deployment.get('record') or {}).get('measured')
+        return '%s: %s@%s -> %s, %s on %s, TP%s; plan: %s%s' % (
             deployment['host'], deployment['model']['repo_id'], deployment['model']['revision'],
             deployment['model']['path'], deployment['unit'], deployment['http']['url'],
-            deployment['parallel']['tp_size'], (deployment['plan'] or {}).get('verdict'))
+            deployment['parallel']['tp_size'], (deployment['plan'] or {}).get('verdict'),
+            ' (free memory before load %.2f GiB, measured on this host: %s)' % (
+                measured['free_memory_before_load_gib'], measured['file']) if measured else '')
     if deployment.get('kind') == 'proxmox_host':
         return '%s: %d GPU(s), vfio-pci %s, nvidia %s, containers %s' % (
             deployment['host'], len(deployment['gpus']), ', '.join(deployment['vfio_addresses']) or 'none',

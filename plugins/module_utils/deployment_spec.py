@@ -261,6 +261,15 @@ VARIABLES = [
        "profile's estimate.", min=0.0, exclusive=True, group=_PLAN),
     _v('llmops_plan_free_memory_after_load_gib', 'float', None,
        'Calibration: the avail mem of the last "Load weight end" (GiB).', min=0.0, exclusive=True, group=_PLAN),
+    _v('llmops_plan_use_measured_memory', 'bool', True,
+       'Plan with the free memory before load that an earlier start of this host logged for the same GPU profile, TP '
+       'size and SGLang release (kept in llmops_record_dir) instead of the hardware profile\'s estimate; '
+       'llmops_plan_free_memory_before_load_gib, when set, wins over both.', group=_PLAN),
+    _v('llmops_record_dir', 'path', None,
+       'Directory on the controller that keeps each serving host\'s deployment record, <dir>/<host>/: per instance '
+       'the record of its last start (planned vs. logged values), and the free memory before load measured per GPU '
+       'profile and TP size, which the next plan of the host uses; null is build/deploy beside the playbooks '
+       'directory.', group=_PLAN),
     _v('llmops_plan_output_dir', 'path', None,
        'playbooks/plan.yml only: directory that receives <host>/plan.md and the rendered files; null is build/plan.',
        scope='any', plan_only=True, group=_PLAN),

@@ -223,18 +223,20 @@ def resolve_mamba_strategy(release, facts, requested='auto', radix_cache=True, d
         if not facts['extra_buffer_supported']:
             _refuse(out, 'mamba_extra_buffer_arch', 'extra_buffer is not supported for %s; use no_buffer.' % arch,
                     'Set mamba_strategy: no_buffer (with disable_overlap_schedule: true).')
+        # validate_mamba_extra_buffer's bare asserts print no message: the pre-check quotes the statement.
         if spec and track < spec_draft_tokens:
-            _refuse(out, 'mamba_track_interval', 'mamba_track_interval (%d) must be >= speculative_num_draft_tokens '
-                    '(%d).' % (track, spec_draft_tokens), 'Lower --speculative-num-draft-tokens.')
+            _refuse(out, 'mamba_track_interval', 'assert view.mamba_track_interval >= view.speculative_num_draft_tokens '
+                    '(mamba_track_interval %d, speculative_num_draft_tokens %d)' % (track, spec_draft_tokens),
+                    'Lower --speculative-num-draft-tokens.')
         if page_size not in (None, 1):
             if track % page_size != 0:
-                _refuse(out, 'mamba_page_size', 'mamba_track_interval %% page_size == 0 failed '
-                        '(mamba_track_interval=%d, page_size=%d).' % (track, page_size),
+                _refuse(out, 'mamba_page_size', 'assert view.mamba_track_interval %% view.page_size == 0 '
+                        '(mamba_track_interval %d, page_size %d)' % (track, page_size),
                         'Use a page size that divides %d, e.g. 64.' % track)
             elif max(fla, page_size) % min(fla, page_size) != 0:
                 _refuse(out, 'mamba_page_size',
-                        'For SSM models with extra buffer, either FLA_CHUNK_SIZE or page_size must be divisible by the '
-                        'other, got FLA_CHUNK_SIZE=%d, page_size=%d' % (fla, page_size),
+                        'For SSM models, either chunk_size or page_size must be divisible by the other, got '
+                        'chunk_size=%d, page_size=%d' % (fla, page_size),
                         'Use --page-size 64 (the cookbook value with extra_buffer).')
     return out
 

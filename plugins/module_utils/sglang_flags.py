@@ -470,7 +470,7 @@ def preflight_checks(release, facts, s):
     major = cc.split('.', maxsplit=1)[0] if cc else ''
     if backend == 'fa3' and major and int(major) >= 10:
         _check(out, 'fa3_blackwell', 'FlashAttention v3 Backend requires SM>=80 and SM<=90. Please use '
-               '--attention-backend flashinfer.', 'Drop llmops_attention_backend or use flashinfer.')
+               '`--attention-backend flashinfer`.', 'Drop llmops_attention_backend or use flashinfer.')
     if backend and facts['hybrid'] and major in blackwell and backend not in blackwell[major]:
         _check(out, 'gdn_blackwell_backend', 'Only %s backends are supported on Blackwell GPUs for hybrid GDN models'
                % ', '.join(blackwell[major]),

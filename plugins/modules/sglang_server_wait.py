@@ -22,6 +22,11 @@ description:
   - Detects a stall in parallel (NCCL) initialisation - no new journal line and no GPU memory growth
     (C(nvidia-smi memory.used) of O(gpu_indices), when C(nvidia-smi) exists) for O(stall_timeout) seconds after
     C(Init torch distributed begin.) / C(Init parallel begin.) - instead of waiting for SGLang's watchdog.
+  - With O(plan) (the deployment's VRAM plan), a ready server's start-up lines (free memory before and after the
+    weights, C(Mamba Cache is allocated), C(KV Cache is allocated) with its token count, C(Memory pool end), the CUDA
+    graph captures, the scheduler's C(max_total_num_tokens) line) are compared with the plan in RV(startup), and
+    a drift beyond the thresholds (any difference in mamba slots, running requests or context length; KV tokens
+    beyond 2 %) is a warning with both numbers and the planner input to check.
   - Read-only. Secrets (O(api_key)) are removed from every returned line.
 author:
   - llmops.inference maintainers (@llmops)
@@ -74,6 +79,17 @@ options:
     description: Journal lines of the start returned in RV(journal_tail).
     type: int
     default: 40
+  plan:
+    description:
+      - The VRAM plan the unit was rendered from (C(llmops_deployment.plan)). When given, RV(startup) compares
+        SGLang's start-up lines with it.
+    type: dict
+  plan_context:
+    description:
+      - What the start-up record names - C(host), C(instance), C(gpu_profile), C(model_profile), C(tp_size),
+        C(sglang_version). C(gpu_profile) and C(tp_size) key the measured free memory before load.
+    type: dict
+    default: {}
 notes:
   - The journal is read from the start of the unit's current main process (C(ExecMainStartTimestamp)), so run the
     module right after (re)starting the unit; a unit that restarts by its restart policy is followed across restarts.
@@ -133,6 +149,17 @@ journal_tail:
   returned: always
   type: list
   elements: str
+startup:
+  description:
+    - The start-up record (docs/sglang_server.md) - C(context) (what O(plan_context) gave, and C(start) with
+      C(started_at), the unit's start in epoch seconds, and C(pid), which start it is), C(rows) (per value C(key),
+      C(label), C(planned), C(logged), C(drift), C(drift_pct), C(rule), C(verdict) - C(ok), C(drift), C(differs),
+      C(not logged), C(logged only)), C(verdict)
+      (C(ok), C(drift), C(incomplete) when SGLang did not log the lines), C(warnings), C(inputs_to_check),
+      C(measured) (the free memory before load of this GPU kind and TP size, for the next plan), C(logged) (every
+      figure parsed), C(lines) (the lines they came from), C(markdown) (the table).
+  returned: success, with O(plan)
+  type: dict
 unit_state:
   description: C(ActiveState), C(SubState), C(NRestarts), C(ExecMainStatus) of the unit at the end.
   returned: always
@@ -153,6 +180,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang_logs impor
     StartupWatch,
     redact,
 )
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_startup
 
 STATE_PROPS = ('ActiveState', 'SubState', 'NRestarts', 'ExecMainStatus', 'ExecMainPID', 'ExecMainStartTimestamp')
 
@@ -261,6 +289,8 @@ def main():
             interval=dict(type='float', default=1.0),
             gpu_indices=dict(type='list', elements='str', default=[]),
             journal_lines=dict(type='int', default=40),
+            plan=dict(type='dict'),
+            plan_context=dict(type='dict', default={}),
         ),
         supports_check_mode=True,
     )
@@ -328,6 +358,13 @@ def main():
                   since_unit_start=round(time.time() - since, 1) if since else None,
                   unit_state=dict((k, state.get(k)) for k in STATE_PROPS[:4]))
     if ready:
+        if p['plan']:
+            context = dict(p['plan_context'], start=dict(started_at=since, pid=state.get('ExecMainPID')))
+            record = sglang_startup.compare(p['plan'], sglang_startup.parse(watch.lines), context)
+            record['markdown'] = sglang_startup.markdown(record)
+            for warning in record['warnings']:
+                module.warn('%s: plan vs. start-up log: %s' % (unit, warning))
+            result['startup'] = record
         module.exit_json(models=models, **result)
     if watch.failure_seen_at is not None and diagnosis.get('signature') not in ('timeout', 'nccl_init_stall'):
         diagnosis['seconds_after_signature'] = round(time.time() - watch.failure_seen_at, 1)

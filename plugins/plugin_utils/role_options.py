@@ -822,6 +822,10 @@ ROLE_OPTIONS = json.loads(r'''
    "default": 1800,
    "type": "int"
   },
+  "sglang_server_record_controller": {
+   "default": true,
+   "type": "bool"
+  },
   "sglang_server_remove_instances": {
    "elements": "str",
    "type": "list"

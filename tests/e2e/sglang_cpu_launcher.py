@@ -4,14 +4,18 @@
 """Test seam of the deploy lab: the deployment's launcher override (llmops_sglang_launcher) that stands in for
 `python -m sglang.launch_server` on a GPU-less systemd host.
 
-  sglang_cpu_launcher.py --flags FLAGS.json --server openai_server.py -- <the SGLang arguments the role rendered>
+  sglang_cpu_launcher.py --flags FLAGS.json --server openai_server.py [--replay STARTUP.log] -- <SGLang arguments>
 
 1. Parses the SGLang arguments with exactly the flag set of the pinned SGLang release (FLAGS.json, dumped from
    ServerArgs.add_cli_args by tests/e2e/sglang_flags.py): an unknown flag or a bad choice ends the start the way
    SGLang's argparse does ("launch_server.py: error: unrecognized arguments: ...", exit 2).
 2. Reads the API key from the --config file the role's sglang-launch wrapper appends (JSON {"api-key": ...}) into a
    0600 file of the runtime directory.
-3. Runs the real CPU OpenAI-compatible server of the benchmark lab (tests/bench/openai_server.py: llama.cpp's server
+3. With --replay, prints SGLang's start-up lines of that file first (tests/fixtures/sglang_startup/: the pinned
+   release's format strings with known numbers; '#' lines skipped, ranks beyond --tp-size dropped, the scheduler line
+   stating the --max-running-requests it was given when below the file's and the --context-length), so the role's
+   start-up record compares known values with its plan.
+4. Runs the real CPU OpenAI-compatible server of the benchmark lab (tests/bench/openai_server.py: llama.cpp's server
    through xllamacpp) on the *.gguf of --model-path, with --host/--port, --served-model-name as the model id, and at
    most 4 slots (--max-running-requests caps them), printing SGLang's ready line once it answers.
 Stdlib only (the server it starts needs xllamacpp).
@@ -22,10 +26,12 @@ import argparse
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
+import time
 
 STOP_GRACE_SECONDS = 5
 
@@ -48,6 +54,23 @@ def build_parser(flags_file):
     return parser, spec.get('version')
 
 
+def replay(path, args):
+    """Print the start-up lines of the file for this command line (see the module docstring, step 3)."""
+    tp = int(getattr(args, 'tp_size', None) or 1)
+    with open(path) as handle:
+        for line in handle.read().splitlines():
+            rank = re.match(r'^\[[^\]]* TP(\d+)\]', line)
+            if not line.strip() or line.startswith('#') or (rank and int(rank.group(1)) >= tp):
+                continue
+            match = re.search(r'max_running_requests=(\d+), context_len=(\d+)', line)
+            if match and 'max_total_num_tokens=' in line:
+                running = min(int(match.group(1)), int(getattr(args, 'max_running_requests', None) or match.group(1)))
+                context = int(getattr(args, 'context_length', None) or match.group(2))
+                line = line.replace(match.group(0), 'max_running_requests=%d, context_len=%d' % (running, context))
+            sys.stdout.write(re.sub(r'^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d', time.strftime('[%Y-%m-%d %H:%M:%S'), line) + '\n')
+    sys.stdout.flush()
+
+
 def main(argv):
     if '--' not in argv:
         sys.stderr.write('usage: sglang_cpu_launcher.py --flags FLAGS.json --server SERVER.py -- SGLANG_ARGS...\n')
@@ -56,6 +79,7 @@ def main(argv):
     own.add_argument('--flags', required=True)
     own.add_argument('--server', required=True)
     own.add_argument('--threads', type=int, default=2)
+    own.add_argument('--replay')
     mine = own.parse_args(argv[:argv.index('--')])
     parser, version = build_parser(mine.flags)
     args = parser.parse_args(argv[argv.index('--') + 1:])  # exits 2 with SGLang's argparse wording
@@ -83,6 +107,8 @@ def main(argv):
           'serving %s on the CPU as %s' % (version, getattr(args, 'tp_size', None), getattr(args, 'speculative_algorithm', None),
                                            getattr(args, 'max_running_requests', None), models[0], args.served_model_name))
     sys.stdout.flush()
+    if mine.replay:
+        replay(mine.replay, args)
     child = subprocess.Popen(command, stdout=subprocess.PIPE, universal_newlines=True)
 
     def stop(signum, frame):

@@ -2,7 +2,8 @@
 # make test entry for the SGLang parser check of the sglang_server role: take the lab SGLang venv (the full
 # `pip install sglang==<pin>` of tests/bench/setup-bench-venv.sh, cached outside the checkout; ~11 GB and 6+ min
 # only the first time), then parse every command line the flag rules render, and known-bad ones, with the pinned
-# release's own ServerArgs parser. Warm: seconds (one interpreter importing sglang.srt.server_args).
+# release's own ServerArgs parser. Warm: seconds (one interpreter importing sglang.srt.server_args), then ~10 s of
+# CPU for test_log_catalogue.py (the catalogue's words and the pre-checks' wording in the installed source).
 # The same venv is the real resolution behind the pin's pip lock (profiles/locks/sglang-<pin>-py<X.Y>.txt, which
 # the role installs from with --require-hashes): the lock must pin exactly its packages, or this fails.
 # Usage: tests/sglang/run-parser-tests.sh [VERSION]      (default: the pin in profiles/sglang.yml)
@@ -20,4 +21,6 @@ elif [ $# -eq 0 ]; then
         "tests/tools/sglang_lock.py generate ${py} ${lock}" >&2
     exit 1
 fi
-exec "${py}" "${here}/test_parser.py"
+"${py}" "${here}/test_parser.py"
+# Every log line the collection matches and every pre-check that quotes SGLang, against the installed source.
+exec "${py}" "${here}/test_log_catalogue.py"

@@ -13,13 +13,16 @@ Scenarios: healthy (default), mtp_radix, mamba_no_buffer, not_enough_memory, mam
 cuda_35, stall,
 port_in_use (the port is really bound first: any busy port fails the same way), crash_after_ready.
 Env: SGLANG_STANDIN_SCENARIO, SGLANG_STANDIN_DELAY (seconds between lines, default 0.1),
-     SGLANG_STANDIN_WORDING (0.5.23 default; "apr" prints "Init torch distributed begin.").
+     SGLANG_STANDIN_WORDING (0.5.23 default; "apr" prints "Init torch distributed begin."),
+     SGLANG_STANDIN_STARTUP_LOG (the start-up lines replayed: 0.5.23's format strings with known numbers, default
+     /opt/standin/share/sglang-startup.log, else tests/fixtures/sglang_startup/ of the checkout).
 Stdlib only (python3 >= 3.6). No shebang in the repository (sanity rules); the molecule prepare step installs it
 with "#!/usr/bin/python3" as /opt/standin/bin/sglang-standin.
 """
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -78,6 +81,43 @@ def parse(argv):
     return args, rest
 
 
+# The start-up lines of the pinned release with known numbers (tests/fixtures/sglang_startup/; the molecule prepare
+# step installs the file next to the stand-in): '#' lines are comments.
+STARTUP_LOG = 'qwen3.5-122b-a10b-tp4-rtx-pro-6000.log'
+_STARTUP_PLACES = ('/opt/standin/share/sglang-startup.log',
+                   os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures', 'sglang_startup',
+                                STARTUP_LOG))
+
+
+def startup_lines(args, begin):
+    """The replayed start-up lines: the file's, for this TP size (ranks beyond it dropped), the parallel milestone in
+    the wording asked for, and the scheduler line stating what SGLang would state for this command line: the
+    running requests it was given when below the pools' cap (SGLang takes min(requested, cap)), the context length
+    it was given."""
+    path = os.environ.get('SGLANG_STANDIN_STARTUP_LOG') or next(p for p in _STARTUP_PLACES if os.path.exists(p))
+    with open(path) as stream:
+        lines = [line for line in stream.read().splitlines() if line.strip() and not line.startswith('#')]
+    tp = max(1, int(args.tp_size))
+    out = []
+    for line in lines:
+        rank = re.match(r'^\[[^\]]* TP(\d+)\]', line)
+        if rank and int(rank.group(1)) >= tp:
+            continue
+        line = line.replace('Init parallel begin.', begin).replace('Init parallel ends.', begin.replace('begin.', 'ends.'))
+        match = re.search(r'max_running_requests=(\d+), context_len=(\d+)', line)
+        if match and 'max_total_num_tokens=' in line:
+            running = min(int(match.group(1)), int(args.max_running_requests or match.group(1)))
+            line = line.replace(match.group(0), 'max_running_requests=%d, context_len=%d' % (
+                running, int(args.context_length)))
+        out.append(line)
+    return out
+
+
+def stamp(line):
+    """A replayed line with this moment's time in its logger prefix."""
+    return re.sub(r'^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d', '[' + time.strftime('%Y-%m-%d %H:%M:%S'), line)
+
+
 def make_handler(args):
     served = args.served_model_name or args.model_path
 
@@ -131,7 +171,6 @@ def main():
     scenario = os.environ.get('SGLANG_STANDIN_SCENARIO', 'healthy')
     delay = float(os.environ.get('SGLANG_STANDIN_DELAY', '0.1'))
     begin = 'Init torch distributed begin.' if os.environ.get('SGLANG_STANDIN_WORDING') == 'apr' else 'Init parallel begin.'
-    end = begin.replace('begin.', 'ends.')
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
     # SGLang 0.5.23 logs its resolved arguments, API key included (entrypoints/engine.py _server_args_for_logging
@@ -183,21 +222,19 @@ def main():
         sys.exit(1)
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
-    tp = max(1, int(args.tp_size))
-    for rank in range(tp):
-        log(begin, rank)
+    startup = startup_lines(args, begin)
+    # The parallel-init lines (every rank), then the rest up to the last weight-load line, then the pools and graphs.
+    parallel = [i for i, line in enumerate(startup) if begin in line]
+    loaded = max([i for i, line in enumerate(startup) if 'Load weight end.' in line] or [len(startup) - 1])
+    for line in startup[:parallel[-1] + 1] if parallel else []:
+        raw(stamp(line))
     if scenario == 'stall':
         # NCCL never returns from the first communicator init; nothing more is printed.
         while True:
             time.sleep(3600)
     pause(delay)
-    for rank in range(tp):
-        log('%s elapsed=1.52 s' % end, rank)
-    log('Load weight begin. avail mem=93.72 GB', 0)
-    pause(delay)
-    log('Load weight end. elapsed=95.31 s, type=Qwen3_5MoeForConditionalGeneration, avail mem=36.52 GB, '
-        'mem usage=57.20 GB.', 0)
-    log('Load weight end. elapsed=2.10 s, type=Qwen3_5ForCausalLMMTP, avail mem=35.30 GB, mem usage=1.22 GB.', 0)
+    for line in startup[parallel[-1] + 1 if parallel else 0:loaded + 1]:
+        raw(stamp(line))
     pause(delay)
     if scenario == 'mamba_memory':
         fail(['Traceback (most recent call last):',
@@ -213,14 +250,8 @@ def main():
               'line 98, in __post_init__',
               'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: '
               'mem_fraction_static=0.62'])
-    log('Mamba Cache is allocated. max_mamba_cache_size: 111, conv_state size: 0.07GB, ssm_state size: 3.97GB '
-        'intermediate_ssm_state_cache size: 3.29GB intermediate_conv_window_cache size: 0.12GB ', 0)
-    log('KV Cache is allocated. dtype: torch.bfloat16, #tokens: 715559, K size: 4.10 GB, V size: 4.10 GB', 0)
-    log('Memory pool end. avail mem=15.61 GB', 0)
-    pause(delay)
-    log('Capture target verify CUDA graph end. elapsed=21.33 s, mem usage=1.85 GB, avail mem=13.70 GB.', 0)
-    log('max_total_num_tokens=715559, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=%d, '
-        'context_len=%d, available_gpu_mem=13.70 GB' % (int(args.max_running_requests), int(args.context_length)), 0)
+    for line in startup[loaded + 1:]:
+        raw(stamp(line))
     raw('INFO:     Started server process [%d]' % os.getpid())
     raw('INFO:     Waiting for application startup.')
     raw('INFO:     Application startup complete.')
