@@ -322,6 +322,11 @@ TRIGGERS = {
     'mamba_extra_buffer_arch': ('mamba', dict(requested='extra_buffer'), dict(extra_buffer_supported=False)),
     'mamba_track_interval': ('mamba', dict(requested='extra_buffer', spec_draft_tokens=300)),
     'mamba_page_size': ('mamba', dict(requested='extra_buffer', page_size=48)),
+    'dp_attention': ('flags', dict(dp_size=2), {}),
+    # The EAGLE-3 pair: without its draft directory, and with a draft trained for a shorter context than the target's.
+    'draft_path': ('flags', {}, {}, 'qwen3-32b-eagle3'),
+    'draft_context_length': ('flags', dict(speculative_draft_model_path='/d'), {}, 'qwen3-32b-eagle3',
+                             dict(max_position_embeddings=2048)),
 }
 
 
@@ -343,7 +348,9 @@ def fire(release, check, trigger, seed, seed_facts):
     """The messages of one check, fired by its trigger."""
     if trigger[0] == 'flags':
         server, host = trigger[1], trigger[2]
-        model = seed
+        model = seed if len(trigger) < 4 else profile(trigger[3])
+        if len(trigger) > 4:
+            model['serving']['speculative']['draft']['config'].update(trigger[4])
         if check == 'mtp_layers':
             text = dict(seed['config']['text_config'], mtp_num_hidden_layers=0)
             model = dict(seed, config=dict(seed['config'], text_config=text))
