@@ -78,9 +78,15 @@ def summary_rows(plan):
                          draft['layers'], draft['weights_at_sizing_gib'], draft['freed_after_sizing_gib'],
                          _num(draft['kv_bytes_per_token']), _num(plan['kv_bytes_per_token_draft_in_budget']))))
     elif spec['enabled']:
-        rows.append(('MTP', '%s %d/%d/%d, verify states %.2f GiB' % (
-            spec.get('algorithm') or 'NEXTN', spec['num_steps'], spec['eagle_topk'], spec['num_draft_tokens'],
-            plan['spec_state_gib'])))
+        text = '%s %d/%d/%d' % (spec.get('algorithm') or 'NEXTN', spec['num_steps'], spec['eagle_topk'],
+                                spec['num_draft_tokens'])
+        if weights.get('draft_class'):
+            # The MTP class's own embedding and lm_head: resident when the pools are sized, freed afterwards.
+            text += ', draft %s: %.2f GiB at sizing, %.2f GiB (own embedding + lm_head) freed after' % (
+                weights['draft_class'], weights['draft_at_sizing_gib'], weights['draft_freed_after_gib'])
+        if plan['mamba_cache_slots'] is not None:
+            text += ', verify states %.2f GiB' % plan['spec_state_gib']
+        rows.append(('MTP', text))
     rows += [
         ('KV tokens', '%s (%s B/token, %s%s)' % (
             _num(plan['kv_cache_tokens']), _num(plan['kv_bytes_per_token']), plan['kv_cache_dtype'],

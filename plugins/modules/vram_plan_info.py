@@ -124,6 +124,11 @@ options:
   attention_backend:
     description: C(--attention-backend); decides the page size SGLang forces on SM100 (omit for SGLang's default).
     type: str
+  environment:
+    description:
+      - The server's environment variables (no secrets). Read for C(SGLANG_ENABLE_EMBED_REPLICATION), which
+        replicates a DeepSeek-family MTP draft's own embedding on every GPU (counted when the pools are sized).
+    type: dict
   mamba_ssm_dtype:
     description:
       - C(--mamba-ssm-dtype). Defaults to the model config's C(mamba_ssm_dtype).
@@ -391,7 +396,8 @@ PASSED = ('gpu_memory_mib', 'gpu_profile', 'tp_size', 'mem_fraction_static', 'co
           'chunked_prefill_size', 'weights_bytes', 'free_memory_before_load_gib', 'free_memory_after_load_gib',
           'runtime_overhead_gib', 'language_only', 'concurrency', 'min_headroom_gib', 'target_headroom_gib',
           'mtp_accept_length', 'max_tp', 'speculative_eagle_topk', 'speculative_algorithm', 'draft_model_config',
-          'dp_size', 'enable_dp_attention', 'max_mamba_cache_size', 'mamba_full_memory_ratio', 'attention_backend')
+          'dp_size', 'enable_dp_attention', 'max_mamba_cache_size', 'mamba_full_memory_ratio', 'attention_backend',
+          'environment')
 
 
 def argument_spec():
@@ -417,6 +423,7 @@ def argument_spec():
         max_mamba_cache_size=dict(type='int'),
         mamba_full_memory_ratio=dict(type='float'),
         attention_backend=dict(type='str'),
+        environment=dict(type='dict'),
         mamba_ssm_dtype=dict(type='str'),
         kv_cache_dtype=dict(type='str', default='auto'),
         page_size=dict(type='int'),
