@@ -268,10 +268,13 @@ mem_fraction_static:
   type: float
   sample: 0.7851
 weights_gib_per_gpu:
-  description: Target plus MTP draft weights one GPU holds (or before - after load when calibrated).
+  description:
+    - Target plus draft weights one GPU holds when the pools are sized (or before - after load when calibrated).
+    - A path-less MTP or EAGLE-3 draft counts its own embedding and lm_head here; they are freed after sizing and
+      given back to RV(headroom_gib) (C(details.weights_detail.draft_freed_after_gib)).
   returned: success
   type: float
-  sample: 58.319
+  sample: 59.029
 kv_bytes_per_token:
   description: KV-cache bytes one token costs per GPU in the budget (full-attention layers only; KV heads replicated when tp > KV heads).
   returned: success
@@ -291,22 +294,22 @@ mamba_cache_slots:
   description: What SGLang logs as C(max_mamba_cache_size) (the pool allocates one more padding slot).
   returned: success
   type: int
-  sample: 111
+  sample: 105
 spec_state_gib:
   description: Memory reserved for MTP verification (intermediate) states per GPU.
   returned: success
   type: float
-  sample: 3.291
+  sample: 3.148
 kv_cache_tokens:
   description: What SGLang logs as C(#tokens) / C(max_total_num_tokens).
   returned: success
   type: int
-  sample: 715559
+  sample: 684739
 max_running_requests:
   description: The max_running_requests SGLang will run with.
   returned: success
   type: int
-  sample: 22
+  sample: 21
 max_running_requests_bound_by:
   description: What set RV(max_running_requests) - V(mamba_slots), V(speculative_default), V(kv_tokens), V(estimate) or V(requested).
   returned: success
@@ -317,12 +320,12 @@ max_context_at_concurrency:
   returned: success
   type: list
   elements: dict
-  sample: [{"concurrency": 8, "max_context_tokens": 89444, "bound_by": "kv_cache"}]
+  sample: [{"bound_by": "kv_cache", "concurrency": 8, "max_context_tokens": 85592}]
 headroom_gib:
   description: Per-GPU memory left after weights and every static pool, for activations, CUDA graphs and NCCL.
   returned: success
   type: float
-  sample: 19.53
+  sample: 20.28
 fits:
   description: SGLang starts and RV(headroom_gib) >= O(min_headroom_gib).
   returned: success
