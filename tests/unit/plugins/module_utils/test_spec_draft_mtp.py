@@ -115,8 +115,8 @@ def test_deepseek_nextn_embedding_follows_get_embedding_tp_kwargs(name, cls, voc
     cfg = config(name)
     out = mtp(cfg, 8)
     assert out['arch'] == cls
-    assert (out['embed_group'], out['embed_bytes'], out['head_bytes']) == (8, table(vocab, hidden, 8),
-                                                                            table(vocab, hidden, 8))
+    expected = (8, table(vocab, hidden, 8), table(vocab, hidden, 8))
+    assert (out['embed_group'], out['embed_bytes'], out['head_bytes']) == expected
     assert mtp(cfg, 8, attn_tp=2)['embed_bytes'] == table(vocab, hidden, 2)  # DP attention 4: attention TP 2
     for value in ('1', 'true', 'YES', 'y', True):
         replicated = mtp(cfg, 8, environment=dict(SGLANG_ENABLE_EMBED_REPLICATION=value))
@@ -137,8 +137,8 @@ def test_glm4_moe_nextn_shards_over_attention_tp_and_ignores_the_replication_env
     vocab, hidden = 151552, 4096
     out = mtp(cfg, 4, environment=dict(SGLANG_ENABLE_EMBED_REPLICATION='1'))
     assert out['arch'] == 'Glm4MoeForCausalLMNextN'
-    assert (out['embed_group'], out['embed_bytes'], out['head_bytes']) == (4, table(vocab, hidden, 4),
-                                                                            table(vocab, hidden, 4))
+    expected = (4, table(vocab, hidden, 4), table(vocab, hidden, 4))
+    assert (out['embed_group'], out['embed_bytes'], out['head_bytes']) == expected
     assert mtp(cfg, 4, attn_tp=1)['embed_group'] == 1
 
 
@@ -149,8 +149,8 @@ def test_mimo_mtp_shards_over_the_whole_tp_group():
     vocab, hidden = 151680, 4096
     out = mtp(tied(cfg), 2, attn_tp=1)
     assert out['arch'] == 'MiMoMTP'
-    assert (out['embed_group'], out['embed_bytes'], out['head_bytes']) == (2, table(vocab, hidden, 2),
-                                                                            table(vocab, hidden, 2))
+    expected = (2, table(vocab, hidden, 2), table(vocab, hidden, 2))
+    assert (out['embed_group'], out['embed_bytes'], out['head_bytes']) == expected
 
 
 def test_mimo_v2_mtp_shards_over_attention_tp():
@@ -160,8 +160,8 @@ def test_mimo_v2_mtp_shards_over_attention_tp():
     vocab, hidden = 152576, 4096
     out = mtp(cfg, 4, attn_tp=2)
     assert out['arch'] == 'MiMoV2MTP'
-    assert (out['embed_group'], out['embed_bytes'], out['head_bytes']) == (2, table(vocab, hidden, 2),
-                                                                            table(vocab, hidden, 4))
+    expected = (2, table(vocab, hidden, 2), table(vocab, hidden, 4))
+    assert (out['embed_group'], out['embed_bytes'], out['head_bytes']) == expected
 
 
 def test_qwen3_moe_mtp_shards_over_attention_tp():
