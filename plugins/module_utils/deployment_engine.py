@@ -93,7 +93,7 @@ def plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps):
         dp_size=settings['llmops_dp_size'], enable_dp_attention=settings['llmops_enable_dp_attention'],
         max_mamba_cache_size=settings['llmops_max_mamba_cache_size'],
         mamba_full_memory_ratio=settings['llmops_mamba_full_memory_ratio'],
-        attention_backend=settings['llmops_attention_backend'],
+        attention_backend=settings['llmops_attention_backend'], environment=settings['llmops_environment'],
         mamba_ssm_dtype=None if settings['llmops_mamba_ssm_dtype'] == 'auto' else settings['llmops_mamba_ssm_dtype'],
         kv_cache_dtype=settings['llmops_kv_cache_dtype'], page_size=settings['llmops_page_size'],
         radix_cache=settings['llmops_radix_cache'], mamba_strategy=settings['llmops_mamba_strategy'],

@@ -63,6 +63,18 @@ def _is_backend_map(value):
     return isinstance(value, dict) and all(isinstance(k, _STRING) and _IS_STR_LIST[0](v) for k, v in value.items())
 
 
+# architectures.mtp_draft: target architecture -> the MTP draft class and how it builds its embedding / lm_head.
+MTP_EMBED_LAYOUTS = ('tp', 'attn_tp', 'embedding_tp_kwargs', 'tp_unless_dp_attention')
+MTP_HEAD_RULES = ('own', 'untied')
+
+
+def _is_mtp_draft_map(value):
+    return isinstance(value, dict) and bool(value) and all(
+        isinstance(k, _STRING) and isinstance(v, dict) and sorted(v) == ['class', 'embed', 'head']
+        and _IS_STR[0](v['class']) and v['embed'] in MTP_EMBED_LAYOUTS and v['head'] in MTP_HEAD_RULES
+        for k, v in value.items())
+
+
 def _is_params(value):
     return (isinstance(value, list) and len(value) == 3
             and all(isinstance(i, int) and not isinstance(i, bool) for i in value))
@@ -163,6 +175,8 @@ ARCHITECTURE_KEYS = {
     'sm100_hybrid_page': _IS_STR_LIST,
     'eagle3_draft': _IS_STR_LIST,
     'dp_attention': _IS_STR_LIST,
+    'mtp_draft': (_is_mtp_draft_map, 'a mapping of target architecture to {class, embed: one of %s, head: one of %s}'
+                  % ('/'.join(MTP_EMBED_LAYOUTS), '/'.join(MTP_HEAD_RULES))),
 }
 # Defaults a release may lack (read for some releases only; the planner falls back where one is absent).
 OPTIONAL_DEFAULT_KEYS = ('speculative_auto_params_by_arch',)
@@ -369,6 +383,7 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
         dsa=frozenset(arch['dsa']), deepseek_family=frozenset(arch['deepseek_family']),
         sm100_hybrid_page=frozenset(arch['sm100_hybrid_page']), eagle3_draft=frozenset(arch['eagle3_draft']),
         dp_attention=frozenset(arch['dp_attention']),
+        mtp_draft=dict((str(k), dict(v)) for k, v in arch['mtp_draft'].items()),
         blackwell_gdn_backends=dict((str(k), tuple(v)) for k, v in arch['blackwell_gdn_backends'].items()),
     )
     # The quantization rules and the parser-detection rules (None where that release's code was never read: the

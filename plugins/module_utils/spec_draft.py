@@ -2,16 +2,19 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""An EAGLE-3 draft with its own checkpoint (--speculative-draft-model-path): its facts, weights and KV cache.
+"""Speculative drafts: an EAGLE-3 draft checkpoint and a path-less MTP head, their facts, weights and KV cache.
 
-PRIVATE to the collection. Pure, stdlib only. The planner (vram_plan) asks three things of a draft, each as the pinned SGLang
-release does it (paths under sglang/srt/; docs/dev/sglang-memory.md section 5.3):
+PRIVATE to the collection. Pure, stdlib only. The planner (vram_plan) asks these things of a draft, each as the pinned
+SGLang release does it (paths under sglang/srt/; docs/dev/sglang-memory.md section 5):
 
 * ``draft_facts``: the draft config.json as model_config facts, refused unless it is a draft class the planner sizes
   (release architectures.eagle3_draft) for an algorithm that takes a draft path;
-* ``draft_weights``: the bytes its TpModelWorker holds when the target pools are sized (scheduler.py:1098-1111 sizes
-  after both workers loaded), and what init_lm_head frees afterwards by sharing the target's embedding / lm_head
-  (speculative/eagle_worker_v2.py:243-257 alloc_memory_pool -> :336-379 init_lm_head; models/llama.py:895-924);
+* ``draft_weights`` (EAGLE-3) and ``mtp_draft_weights`` (the MTP class the target's checkpoint is loaded as): the
+  bytes the draft's TpModelWorker holds when the target pools are sized, and what init_lm_head frees afterwards. Both
+  follow one rule, ``resident_draft``: the draft's own embedding and lm_head (``vocab_table_bytes``, the
+  VocabParallelEmbedding layout) are allocated when it loads, before scheduler.init_memory_pools sizes the target's
+  pools (managers/scheduler.py:1098-1111), and replaced by the target's only in the draft's alloc_memory_pool ->
+  init_lm_head (speculative/eagle_worker_v2.py:243-258, :336-379);
 * ``draft_kv``: the layers its KV adds to the target's per-token cell (model_runner_components/
   spec_aux_hidden_state.py:154-176) and the bytes one token takes in its own pool.
 """
@@ -24,6 +27,11 @@ from ansible_collections.llmops.inference.plugins.module_utils.model_config impo
 
 # layers/vocab_parallel_embedding.py:48 DEFAULT_VOCAB_PADDING_SIZE, :57-59 pad_vocab_size.
 VOCAB_PADDING = 64
+# configs/model_config.py:2284-2320 _get_and_verify_dtype under --dtype auto: a float32 (or dtype-less) config runs in
+# float16 (bfloat16 for Gemma), bfloat16 / float16 as given; the vocab tables are created in that dtype
+# (vocab_parallel_embedding.py:323-324, :342-350: params_dtype = torch.get_default_dtype()).
+_RUNTIME_DTYPE_BYTES = {'float32': 2, 'float': 2, 'bfloat16': 2, 'bf16': 2, 'float16': 2, 'half': 2}
+EMBED_REPLICATION_ENV = 'SGLANG_ENABLE_EMBED_REPLICATION'
 DRAFT_ALGORITHMS = ('EAGLE3',)
 PATHLESS_ALGORITHMS = ('NEXTN', 'EAGLE')
 _SIZE_KEYS = ('hidden_size', 'num_hidden_layers', 'num_attention_heads', 'vocab_size')
@@ -83,8 +91,80 @@ def draft_facts(config, release):
     return facts
 
 
-def _padded(vocab):
-    return (vocab + VOCAB_PADDING - 1) // VOCAB_PADDING * VOCAB_PADDING
+def _pad(vocab, to):
+    return (vocab + to - 1) // to * to
+
+
+def vocab_partition_rows(vocab, group):
+    """Rows of one rank's shard of a VocabParallelEmbedding / ParallelLMHead split over ``group`` ranks
+    (layers/vocab_parallel_embedding.py:272-290, :327-329): the vocab padded to 64, or to 64 x group when that is not
+    divisible by the group, divided by the group (1: the whole table on every rank)."""
+    padding = VOCAB_PADDING
+    if _pad(vocab, padding) % group:
+        padding *= group
+    return _pad(vocab, padding) // group
+
+
+def vocab_table_bytes(vocab, hidden, group, dtype_bytes):
+    """Bytes one rank holds of a vocab x hidden embedding or lm_head split over ``group`` ranks."""
+    return vocab_partition_rows(vocab, group) * hidden * dtype_bytes
+
+
+def runtime_dtype_bytes(dtype):
+    """Bytes per element of the dtype SGLang builds the model in under --dtype auto (_RUNTIME_DTYPE_BYTES)."""
+    size = _RUNTIME_DTYPE_BYTES.get(str(dtype or 'float32').replace('torch.', ''))
+    if size is None:
+        raise DraftError('config dtype %s: the planner knows no runtime byte size for it (known: %s)'
+                         % (dtype, ', '.join(sorted(_RUNTIME_DTYPE_BYTES))))
+    return size
+
+
+def env_bool(environment, name, variable='llmops_environment'):
+    """SGLang's EnvBool of ``name`` in the server environment (environ.py:143-150): true/1/yes/y, false/0/no/n (any
+    case); unset is False. Any other value makes SGLang raise ValueError when it reads the variable."""
+    value = (environment or {}).get(name)
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    text = str(value).lower()
+    if text in ('true', '1', 'yes', 'y'):
+        return True
+    if text in ('false', '0', 'no', 'n'):
+        return False
+    raise DraftError('%s=%r: SGLang raises ValueError (\'"%s" is not a valid boolean value\', environ.py:143-150) when '
+                     'it builds the embedding (fix: %s: true or false)' % (name, value, text, name), variable)
+
+
+def embedding_group(layout, tp, attn_tp, environment=None):
+    """Ranks a draft's embedding is split over (release architectures.mtp_draft embed; 1 = replicated):
+
+    * tp: VocabParallelEmbedding's defaults, the TP group;
+    * attn_tp: use_attn_tp_group=is_dp_attention_enabled(), the attention-TP group (= tp without DP attention);
+    * embedding_tp_kwargs: get_embedding_tp_kwargs() (vocab_parallel_embedding.py:166-185): replicated when
+      SGLANG_ENABLE_EMBED_REPLICATION is set, else the attention-TP group;
+    * tp_unless_dp_attention: enable_tp=not is_dp_attention_enabled() (qwen3_5.py:1864-1873): replicated under DP
+      attention, else the TP group.
+    """
+    dp_attention = attn_tp != tp
+    if layout == 'tp':
+        return tp
+    if layout == 'attn_tp':
+        return attn_tp
+    if layout == 'embedding_tp_kwargs':
+        return 1 if env_bool(environment, EMBED_REPLICATION_ENV) else attn_tp
+    if layout == 'tp_unless_dp_attention':
+        return 1 if dp_attention else tp
+    raise DraftError('embedding layout %s is not one the planner knows' % layout)
+
+
+def resident_draft(body, embed, head, freed):
+    """The rule both draft kinds follow, in bytes per GPU: dict(at_sizing, freed_after, embed_bytes, head_bytes,
+    body_bytes). at_sizing: the draft's body plus its OWN embedding and lm_head, all allocated when the draft worker
+    is built (model_loader/loader.py:1010-1021 under the target device) and resident when init_memory_pools sizes the
+    target pools (scheduler.py:1098-1111); freed_after: the tables init_lm_head replaces with the target's afterwards
+    (eagle_worker_v2.py:243-258 alloc_memory_pool -> :336-379 init_lm_head), given back to the headroom."""
+    return dict(at_sizing=body + embed + head, freed_after=freed, embed_bytes=embed, head_bytes=head, body_bytes=body)
 
 
 def _kv_heads_per_rank(facts, tp):
@@ -107,9 +187,9 @@ def draft_params(facts, target_facts, tp):
     kv_rank = _kv_heads_per_rank(facts, tp)
     hidden_in = facts['target_hidden_size'] or hidden
     num_aux = facts['num_aux_hidden_states'] or facts['eagle_aux_layers'] or 3
-    embed = _padded(facts['vocab']) * hidden // tp
+    embed = vocab_partition_rows(facts['vocab'], tp) * hidden
     lm_vocab = facts['draft_vocab_size'] or facts['vocab']
-    lm_head = 0 if facts['tied'] else _padded(lm_vocab) * hidden // tp
+    lm_head = 0 if facts['tied'] else vocab_partition_rows(lm_vocab, tp) * hidden
     fc = hidden_in * num_aux * hidden
     layers = 0
     for layer in range(facts['layers']):
@@ -122,24 +202,65 @@ def draft_params(facts, target_facts, tp):
     return dict(total=total, embed=embed, lm_head=lm_head, fc=fc, layers=layers)
 
 
-def draft_weights(facts, target_facts, tp, bytes_per_param):
-    """dict(at_sizing, freed_after, ...) in bytes per GPU.
+def draft_weights(facts, target_facts, tp, bytes_per_param=None):
+    """resident_draft() of an EAGLE-3 draft checkpoint, plus params and bytes_per_param.
 
-    at_sizing: every parameter of the draft model, its own embed_tokens included: the module allocates it on the GPU
-    when it is built (loader.py:1010-1021 under the target device; vocab_parallel_embedding.py:342-350) and
-    init_lm_head replaces it with the target's only after the target pools are sized (scheduler.py:1098-1111).
+    at_sizing: every parameter of the draft model, its own embed_tokens (and lm_head) included (resident_draft).
     freed_after: what init_lm_head drops (eagle_worker_v2.py:353-363): the embedding via set_embed unless
     target_hidden_size differs from hidden_size (models/llama.py:910-924); embedding and lm_head via
     set_embed_and_head when draft_vocab_size is absent (llama_eagle3.py:305-308 load_lm_head_from_target).
+    ``bytes_per_param``: None for the dtype SGLang builds the draft in (runtime_dtype_bytes).
     """
+    if bytes_per_param is None:
+        bytes_per_param = runtime_dtype_bytes(facts['dtype'])
     params = draft_params(facts, target_facts, tp)
     freed = 0
     if not facts['tied'] and not facts['draft_vocab_size']:
         freed = params['embed'] + params['lm_head']
     elif not facts['target_hidden_size'] or facts['target_hidden_size'] == facts['hidden']:
         freed = params['embed']
-    return dict(at_sizing=params['total'] * bytes_per_param, freed_after=freed * bytes_per_param,
-                embed_bytes=params['embed'] * bytes_per_param, params=params['total'], bytes_per_param=bytes_per_param)
+    body = params['total'] - params['embed'] - params['lm_head']
+    out = resident_draft(body * bytes_per_param, params['embed'] * bytes_per_param, params['lm_head'] * bytes_per_param,
+                         freed * bytes_per_param)
+    out.update(arch=facts['arch'], params=params['total'], bytes_per_param=bytes_per_param)
+    return out
+
+
+def mtp_draft_rule(release, target_facts):
+    """dict(class, embed, head) of the MTP class SGLang loads as the path-less draft of the target (release
+    architectures.mtp_draft; configs/model_config.py:1032-1211); DraftError when the release rewrites the target's
+    architecture to none the planner sizes."""
+    rules = release['architectures'].get('mtp_draft') or {}
+    rule = rules.get(target_facts['arch'])
+    if rule is None:
+        raise DraftError('MTP for %s: sglang %s loads the path-less draft as the MTP class configs/model_config.py:'
+                         '1032-1211 rewrites the target architecture to, and the planner knows the embedding and lm_head '
+                         'of those for %s only (profiles/sglang_releases.yml architectures.mtp_draft) (fix: '
+                         'num_draft_tokens: 0)' % (target_facts['arch'], release.get('version', '?'),
+                                                   ', '.join(sorted(rules)) or 'no architecture'))
+    return rule
+
+
+def mtp_draft_weights(release, target_facts, layer_bytes, tp, attn_tp, environment=None):
+    """resident_draft() of a path-less MTP draft, plus arch (its class), embed_group and dtype_bytes.
+
+    ``layer_bytes``: its MTP layer(s) per GPU (vram_plan.weights_per_rank prices those from the checkpoint). The class
+    (release architectures.mtp_draft) builds its own embedding over embedding_group() and, unless ``head`` is untied
+    and the config ties the embeddings (Qwen3.5: lm_head = embed_tokens, qwen3_5_mtp.py:146-155), its own
+    ParallelLMHead over the TP group (enable_dp_lm_head, which would use the attention-TP group, is not an input).
+    Both are vocab x hidden in the runtime dtype, padded as VocabParallelEmbedding pads. set_embed_and_head frees the
+    embedding and (untied) the lm_head (deepseek_v2.py:3442-3448, glm4_moe.py:1253-1259, qwen3_next.py:1115-1121,
+    mimo_mtp.py:198-204, mimo_v2_nextn.py:387-393, qwen3_moe_mtp.py:84-90, qwen3_5_mtp.py:170-180).
+    """
+    rule = mtp_draft_rule(release, target_facts)
+    dtype_bytes = runtime_dtype_bytes(target_facts['dtype'])
+    vocab, hidden = target_facts['vocab'], target_facts['hidden']
+    group = embedding_group(rule['embed'], tp, attn_tp, environment)
+    embed = vocab_table_bytes(vocab, hidden, group, dtype_bytes)
+    head = 0 if rule['head'] == 'untied' and target_facts['tied'] else vocab_table_bytes(vocab, hidden, tp, dtype_bytes)
+    out = resident_draft(layer_bytes, embed, head, embed + head)
+    out.update(arch=rule['class'], embed_group=group, dtype_bytes=dtype_bytes)
+    return out
 
 
 def draft_layers(facts):

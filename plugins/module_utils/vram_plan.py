@@ -56,6 +56,10 @@ from ansible_collections.llmops.inference.plugins.module_utils.spec_draft import
     draft_kv_layer_bytes,
     draft_layers,
     draft_weights,
+    env_bool,
+    EMBED_REPLICATION_ENV,
+    mtp_draft_rule,
+    mtp_draft_weights,
 )
 from ansible_collections.llmops.inference.plugins.module_utils.weight_bytes import WeightBytesError, checkpoint_bytes
 
@@ -399,6 +403,8 @@ PLAN_DEFAULTS = dict(
     # DP attention (--dp-size N --enable-dp-attention), the mamba pool flags, EAGLE-3 and the attention backend.
     dp_size=1, enable_dp_attention=False, max_mamba_cache_size=None, mamba_full_memory_ratio=None,
     speculative_algorithm=None, speculative_eagle_topk=None, draft_model_config=None, attention_backend=None,
+    # The server's environment (llmops_environment): SGLANG_ENABLE_EMBED_REPLICATION changes the MTP draft's embedding.
+    environment=None,
 )
 
 
@@ -439,6 +445,8 @@ def _speculative(p, release, facts):
                         '(mtp_num_hidden_layers/num_nextn_predict_layers is 0 or missing): set '
                         'speculative_num_draft_tokens: 0 or use a checkpoint that ships the MTP head'
                         % (draft_tokens, facts['arch']), kind='mtp')
+    if draft is None:
+        mtp_draft_rule(release, facts)
     if draft is None and p['weight_names'] is not None and not any(n.startswith('mtp.') for n in p['weight_names']):
         raise PlanError('MTP requested but the safetensors index of the checkpoint has no mtp.* tensors '
                         '(the MTP head was stripped, e.g. by quantization)', kind='mtp')
@@ -559,10 +567,21 @@ def _plan(p):
     w['target'] += dp_weights
     draft_w = None
     if draft is not None:
-        draft_w = draft_weights(draft, facts, attn_tp, DTYPE_BYTES.get(draft['dtype'], 2))
+        draft_w = draft_weights(draft, facts, attn_tp)
         w['draft'] = draft_w['at_sizing']
         # Per draft step every rank reads its draft weights except the embedding (one row per token).
         w['draft_step_bytes'] = (draft_w['at_sizing'] - draft_w['embed_bytes']) * tp
+    elif mtp_draft:
+        # The MTP class builds its own embedding and lm_head beside the MTP layer(s) weights_per_rank priced: resident
+        # when the target pools are sized, freed by init_lm_head afterwards (spec_draft.resident_draft).
+        draft_w = mtp_draft_weights(release, facts, w['draft'], tp, attn_tp, p['environment'])
+        w['draft'] = draft_w['at_sizing']
+    if env_bool(p['environment'], EMBED_REPLICATION_ENV) and facts['attention'] == 'mla':
+        # The DeepSeek-V2 language model (every MLA architecture of the table) builds its embedding with
+        # get_embedding_tp_kwargs too; the target's embedding layout is not modelled (docs/dev/sglang-memory.md 9).
+        notes.append('%s is set: SGLang replicates the target\'s embedding on every GPU as well (models/deepseek_v2.py:'
+                     '2942-2947), which this plan prices sharded over TP; only the MTP draft\'s is planned replicated'
+                     % EMBED_REPLICATION_ENV)
     startup = p['startup_overhead_gib']
     if startup is None:
         startup = profile.get('startup_overhead_gib', DEFAULT_STARTUP_OVERHEAD_GIB)
@@ -696,6 +715,11 @@ def _plan(p):
         weights_gib_per_gpu=round(loaded_gib if calibrated or p['free_memory_after_load_gib'] is not None
                                   else (w['target'] + w['draft']) / GIB, 3),
         weights_detail=dict(target_gib=round(w['target'] / GIB, 3), draft_gib=round(w['draft'] / GIB, 3),
+                            draft_class=draft_w['arch'] if draft_w else None,
+                            draft_at_sizing_gib=round(draft_w['at_sizing'] / GIB, 3) if draft_w else 0.0,
+                            draft_vocab_tables_gib=round((draft_w['embed_bytes'] + draft_w['head_bytes']) / GIB, 3)
+                            if draft_w else 0.0,
+                            draft_freed_after_gib=round(draft_w['freed_after'] / GIB, 3) if draft_w else 0.0,
                             bytes_per_param=round(w['bytes_per_param'], 4) if w['bytes_per_param'] else None,
                             source=w['source'], dp_attention_gib=round(dp_weights / GIB, 3),
                             params_b=round((counts['language'] + counts['vision'] + counts['mtp']) / 1e9, 3)),

@@ -81,6 +81,10 @@ def summary_rows(plan):
         rows.append(('MTP', '%s %d/%d/%d, verify states %.2f GiB' % (
             spec.get('algorithm') or 'NEXTN', spec['num_steps'], spec['eagle_topk'], spec['num_draft_tokens'],
             plan['spec_state_gib'])))
+        if weights.get('draft_class'):
+            # The MTP class's own embedding and lm_head: resident when the pools are sized, freed afterwards.
+            rows.append(('MTP draft', '%s: %.2f GiB at sizing, %.2f GiB freed after (own embedding + lm_head)' % (
+                weights['draft_class'], weights['draft_at_sizing_gib'], weights['draft_freed_after_gib'])))
     rows += [
         ('KV tokens', '%s (%s B/token, %s%s)' % (
             _num(plan['kv_cache_tokens']), _num(plan['kv_bytes_per_token']), plan['kv_cache_dtype'],
@@ -153,8 +157,13 @@ def render_markdown(plan, title, flags=None):
                        ('left for mamba + KV pools', 'rest_for_pools_gib'), ('mamba state pool', 'mamba_pool_gib'),
                        ('MTP verify states', 'spec_state_gib'), ('KV cache K', 'k_size_gib'),
                        ('KV cache V', 'v_size_gib'), ('draft KV (MTP / EAGLE-3)', 'draft_kv_gib'),
-                       ('multimodal reserve', 'mm_reserve_gib'), ('headroom', 'headroom_gib')):
+                       ('multimodal reserve', 'mm_reserve_gib')):
         out.append('| %s | %.2f |' % (label, plan[key] or 0.0))
+    freed = plan['weights_detail'].get('draft_freed_after_gib')
+    if freed:
+        # Counted in "free after loading" (resident at sizing), given back once init_lm_head shares the target's.
+        out.append('| draft\'s own embedding + lm_head, freed after sizing | +%.2f |' % freed)
+    out.append('| headroom | %.2f |' % plan['headroom_gib'])
     for note in plan.get('notes') or []:
         out.append('')
         out.append('Note: %s' % note)

@@ -124,6 +124,11 @@ options:
   attention_backend:
     description: C(--attention-backend); decides the page size SGLang forces on SM100 (omit for SGLang's default).
     type: str
+  environment:
+    description:
+      - The server's environment variables (no secrets). Read for C(SGLANG_ENABLE_EMBED_REPLICATION), which
+        replicates a DeepSeek-family MTP draft's own embedding on every GPU (counted when the pools are sized).
+    type: dict
   mamba_ssm_dtype:
     description:
       - C(--mamba-ssm-dtype). Defaults to the model config's C(mamba_ssm_dtype).
@@ -263,10 +268,13 @@ mem_fraction_static:
   type: float
   sample: 0.7851
 weights_gib_per_gpu:
-  description: Target plus MTP draft weights one GPU holds (or before - after load when calibrated).
+  description:
+    - Target plus draft weights one GPU holds when the pools are sized (or before - after load when calibrated).
+    - A path-less MTP or EAGLE-3 draft counts its own embedding and lm_head here; they are freed after sizing and
+      given back to RV(headroom_gib) (C(details.weights_detail.draft_freed_after_gib)).
   returned: success
   type: float
-  sample: 58.319
+  sample: 59.029
 kv_bytes_per_token:
   description: KV-cache bytes one token costs per GPU in the budget (full-attention layers only; KV heads replicated when tp > KV heads).
   returned: success
@@ -286,22 +294,22 @@ mamba_cache_slots:
   description: What SGLang logs as C(max_mamba_cache_size) (the pool allocates one more padding slot).
   returned: success
   type: int
-  sample: 111
+  sample: 105
 spec_state_gib:
   description: Memory reserved for MTP verification (intermediate) states per GPU.
   returned: success
   type: float
-  sample: 3.291
+  sample: 3.148
 kv_cache_tokens:
   description: What SGLang logs as C(#tokens) / C(max_total_num_tokens).
   returned: success
   type: int
-  sample: 715559
+  sample: 684739
 max_running_requests:
   description: The max_running_requests SGLang will run with.
   returned: success
   type: int
-  sample: 22
+  sample: 21
 max_running_requests_bound_by:
   description: What set RV(max_running_requests) - V(mamba_slots), V(speculative_default), V(kv_tokens), V(estimate) or V(requested).
   returned: success
@@ -312,12 +320,12 @@ max_context_at_concurrency:
   returned: success
   type: list
   elements: dict
-  sample: [{"concurrency": 8, "max_context_tokens": 89444, "bound_by": "kv_cache"}]
+  sample: [{"bound_by": "kv_cache", "concurrency": 8, "max_context_tokens": 85592}]
 headroom_gib:
   description: Per-GPU memory left after weights and every static pool, for activations, CUDA graphs and NCCL.
   returned: success
   type: float
-  sample: 19.53
+  sample: 20.28
 fits:
   description: SGLang starts and RV(headroom_gib) >= O(min_headroom_gib).
   returned: success
@@ -391,7 +399,8 @@ PASSED = ('gpu_memory_mib', 'gpu_profile', 'tp_size', 'mem_fraction_static', 'co
           'chunked_prefill_size', 'weights_bytes', 'free_memory_before_load_gib', 'free_memory_after_load_gib',
           'runtime_overhead_gib', 'language_only', 'concurrency', 'min_headroom_gib', 'target_headroom_gib',
           'mtp_accept_length', 'max_tp', 'speculative_eagle_topk', 'speculative_algorithm', 'draft_model_config',
-          'dp_size', 'enable_dp_attention', 'max_mamba_cache_size', 'mamba_full_memory_ratio', 'attention_backend')
+          'dp_size', 'enable_dp_attention', 'max_mamba_cache_size', 'mamba_full_memory_ratio', 'attention_backend',
+          'environment')
 
 
 def argument_spec():
@@ -417,6 +426,7 @@ def argument_spec():
         max_mamba_cache_size=dict(type='int'),
         mamba_full_memory_ratio=dict(type='float'),
         attention_backend=dict(type='str'),
+        environment=dict(type='dict'),
         mamba_ssm_dtype=dict(type='str'),
         kv_cache_dtype=dict(type='str', default='auto'),
         page_size=dict(type='int'),

@@ -128,6 +128,29 @@ def architectures_match_source(release):
     absent = sorted(n for n in arch['eagle3_draft'] if not re.search(r'^class %s\(' % re.escape(n), models, re.M))
     out.append(('architectures eagle3_draft are model classes', not absent, 'absent: %s' % absent if absent else
                 '%d names' % len(arch['eagle3_draft'])))
+    # Path-less MTP drafts: each class is a model class, and configs/model_config.py rewrites the draft of exactly that
+    # target architecture to it (one `if is_draft_model and ...` clause per rewrite; MIMO_V2_MODEL_ARCHS by its tuple).
+    rewrites = {}
+    tuples = dict((name, re.findall(r'"(\w+)"', body))
+                  for name, body in re.findall(r'^(\w+_ARCHS) = \((.*?)\)', model_config, re.M | re.S))
+    for clause in model_config.split('if is_draft_model')[1:]:
+        target = re.search(r'architectures(?:\[0\])? = (?:\[)?"(\w+)"', clause)
+        if target is None:
+            continue
+        condition = clause[:target.start()]
+        names = re.findall(r'"(\w+)"', condition)
+        for name, members in tuples.items():
+            if re.search(r'\bin %s\b' % name, condition):
+                names += members
+        for name in names:
+            rewrites.setdefault(name, target.group(1))
+    wrong = sorted('%s -> %s (SGLang: %s)' % (target, rule['class'], rewrites.get(target))
+                   for target, rule in arch['mtp_draft'].items() if rewrites.get(target) != rule['class'])
+    absent = sorted(set(rule['class'] for rule in arch['mtp_draft'].values()
+                        if not re.search(r'^class %s\(' % re.escape(rule['class']), models, re.M)))
+    out.append(('architectures mtp_draft are the draft rewrites of configs/model_config.py', not wrong and not absent,
+                'wrong: %s; no model class: %s' % (wrong, absent) if wrong or absent else
+                '%d targets' % len(arch['mtp_draft'])))
     # DP attention: each architecture's model file builds attention over attn_tp_size (or runs the DeepSeek-V3 model).
     missing = []
     for name in sorted(arch['dp_attention']):

@@ -32,7 +32,7 @@ top = sys.argv[1]
 ct = os.path.join(top, 'sglang-ct')
 plan = json.load(open(os.path.join(ct, 'plan.json')))
 assert plan['error'] is None and plan['plan']['fits'] is True and plan['problems'] == [], plan
-assert plan['plan']['max_running_requests'] == 22, plan['plan']['max_running_requests']
+assert plan['plan']['max_running_requests'] == 21, plan['plan']['max_running_requests']
 
 # The unit the sglang_server role would write (its own template), for the seed: MTP with full flag names, the mamba
 # strategy of 0.5.23, an explicit running-request cap, indices in CUDA_VISIBLE_DEVICES, P2P off behind SEV-SNP.
@@ -64,8 +64,8 @@ argv_json = json.load(open(os.path.join(ct, 'sglang_argv.json')))
 assert argv == argv[:len(argv) - len(argv_json['argv'])] + argv_json['argv'], (argv_json['argv'], argv)
 assert argv_json['command'][-len(argv_json['argv']):] == argv_json['argv'], argv_json
 deployment = json.load(open(os.path.join(ct, 'deployment.json')))
-assert deployment['argv'] == argv_json['argv'] and deployment['plan']['max_running_requests'] == 22, deployment['argv']
-assert deployment['settings']['max_running_requests'] == {'value': 22, 'source': 'plan'}, deployment['settings']
+assert deployment['argv'] == argv_json['argv'] and deployment['plan']['max_running_requests'] == 21, deployment['argv']
+assert deployment['settings']['max_running_requests'] == {'value': 21, 'source': 'plan'}, deployment['settings']
 assert deployment['settings']['speculative_num_draft_tokens'] == {'value': 4, 'source': 'profile'}, deployment['settings']
 assert argv_json['environment']['NCCL_P2P_DISABLE'] == '1', argv_json
 

@@ -49,7 +49,7 @@ def test_plan_with_profiles():
                 'max_context_at_concurrency', 'headroom_gib', 'fits', 'limits', 'recommendations',
                 'decode_roofline_tok_s'):
         assert key in result, key
-    assert result['max_running_requests'] == 22
+    assert result['max_running_requests'] == 21
     assert result['report_lines'][0] == 'sglang-ct'
     assert result['report_markdown'].startswith('# sglang-ct')
     assert result['details']['mamba_strategy'] == 'extra_buffer'
