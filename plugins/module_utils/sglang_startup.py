@@ -41,7 +41,7 @@ ROWS = (
     ('max_total_num_tokens', 'max_total_num_tokens', '', 'kv_cache_tokens', 'tokens'),
     ('max_running_requests', 'max running requests', '', 'max_running_requests', 'count'),
     ('context_length', 'context length', '', 'context_length', 'count'),
-    ('free_after_pools_gib', 'free after the pools (headroom, GiB)', 'GiB', 'headroom_gib', 'memory'),
+    ('free_after_pools_gib', 'free after the pools (GiB)', 'GiB', 'free_after_pools_gib', 'memory'),
     ('cuda_graph_gib', 'CUDA graph memory (GiB)', 'GiB', None, 'logged'),
     ('free_after_graphs_gib', 'free after CUDA graphs (GiB)', 'GiB', None, 'logged'),
 )

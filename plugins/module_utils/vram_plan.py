@@ -746,6 +746,8 @@ def _plan(p):
         max_running_requests_total=running * attn_dp,
         req_to_token_gib=round(extra_ctx / float(GIB), 3),
         headroom_gib=round(headroom, 2), sglang_runtime_reserve_gib=round(reserve, 2),
+        # What SGLang's last "Memory pool end" line reports: the draft's own vocab tables are freed only after it.
+        free_after_pools_gib=round(headroom - freed / GIB, 2),
         min_headroom_gib=p['min_headroom_gib'],
         notes=notes,
     )

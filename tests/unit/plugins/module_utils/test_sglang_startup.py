@@ -52,13 +52,13 @@ def off_profiles(tmp_path):
 def test_parse_reads_every_figure_of_the_start():
     logged = startup.parse(replay())
     # Memory is the lowest over the ranks, the weights are target + draft of rank 0, the KV pool the target's.
-    assert logged['free_before_load_gib'] == 94.19 and logged['free_after_load_gib'] == 35.87
-    assert logged['weights_gib'] == round(57.14 + 1.18, 2)
-    assert logged['mamba_cache_slots'] == 111 and logged['mamba_state_gib'] == round(0.07 + 3.94, 2)
-    assert logged['kv_cache_tokens'] == logged['draft_kv_cache_tokens'] == logged['max_total_num_tokens'] == 715559
-    assert logged['kv_cache_gib'] == 8.18 and logged['free_after_pools_gib'] == 19.53
-    assert logged['cuda_graph_gib'] == round(1.85 + 0.31 + 0.17, 2) and logged['free_after_graphs_gib'] == 17.2
-    assert logged['max_running_requests'] == 22 and logged['context_length'] == 262144
+    assert logged['free_before_load_gib'] == 94.19 and logged['free_after_load_gib'] == 35.16
+    assert logged['weights_gib'] == round(57.14 + 1.89, 2)
+    assert logged['mamba_cache_slots'] == 105 and logged['mamba_state_gib'] == round(0.07 + 3.73, 2)
+    assert logged['kv_cache_tokens'] == logged['draft_kv_cache_tokens'] == logged['max_total_num_tokens'] == 684739
+    assert logged['kv_cache_gib'] == 7.84 and logged['free_after_pools_gib'] == 19.57
+    assert logged['cuda_graph_gib'] == round(1.85 + 0.31 + 0.17, 2) and logged['free_after_graphs_gib'] == 17.24
+    assert logged['max_running_requests'] == 21 and logged['context_length'] == 262144
     assert logged['memory_baseline_gib'] == 1.4
 
 
@@ -85,7 +85,7 @@ def test_the_seed_start_matches_its_plan():
     assert record['measured']['gpu_profile'] == 'rtx-pro-6000-blackwell-server' and record['measured']['tp_size'] == 4
     table = startup.markdown(record)
     assert '| value | planned | logged | drift | verdict |' in table
-    assert '| KV cache tokens (#tokens) | 715,559 | 715,559 | +0 | ok |' in table
+    assert '| KV cache tokens (#tokens) | 684,739 | 684,739 | +0 | ok |' in table
 
 
 def test_a_wrong_hardware_profile_drifts_and_names_its_startup_overhead(off_profiles):
@@ -95,11 +95,11 @@ def test_a_wrong_hardware_profile_drifts_and_names_its_startup_overhead(off_prof
     by_key = rows(record)
     assert record['verdict'] == 'drift'
     assert by_key['free_before_load_gib']['verdict'] == 'differs'
-    assert by_key['mamba_cache_slots']['verdict'] == 'drift' and by_key['mamba_cache_slots']['planned'] < 111
+    assert by_key['mamba_cache_slots']['verdict'] == 'drift' and by_key['mamba_cache_slots']['planned'] < 105
     assert by_key['kv_cache_tokens']['verdict'] == 'drift' and by_key['kv_cache_tokens']['drift_pct'] > 2
     slots = [w for w in record['warnings'] if w.startswith('mamba state slots')][0]
     # Both numbers and the planner input to check.
-    assert '%d planned' % plan['mamba_cache_slots'] in slots and '111 logged' in slots
+    assert '%d planned' % plan['mamba_cache_slots'] in slots and '105 logged' in slots
     assert "hardware profile's startup_overhead_gib (rtx-pro-6000-blackwell-server: 4.40 GiB planned, 1.40 GiB " \
            'logged' in slots
 

@@ -194,9 +194,9 @@ def test_start_epoch():
 
 
 # The seed's plan as make plan prints it (docs/plan.md; test_sglang_startup.py compares with the resolver's own).
-SEED_PLAN = dict(free_before_load_gib=94.193, weights_gib_per_gpu=58.319, free_after_load_gib=35.874,
-                 mamba_cache_slots=111, kv_cache_tokens=715559, max_running_requests=22, context_length=262144,
-                 headroom_gib=19.53, free_memory_source='profile estimate', gpu_memory_mib=97887,
+SEED_PLAN = dict(free_before_load_gib=94.193, weights_gib_per_gpu=59.029, free_after_load_gib=35.164,
+                 mamba_cache_slots=105, kv_cache_tokens=684739, max_running_requests=21, context_length=262144,
+                 headroom_gib=20.28, free_after_pools_gib=19.57, free_memory_source='profile estimate', gpu_memory_mib=97887,
                  sglang_rules='configurator')
 CONTEXT = dict(host='sglang-ct', instance='qwen', gpu_profile='rtx-pro-6000-blackwell-server', tp_size=4,
                model_profile='qwen3.5-122b-a10b', sglang_version='0.5.23')
@@ -210,15 +210,15 @@ def test_a_ready_start_is_compared_with_its_plan(host):
     assert kind is AnsibleExitJson and record['verdict'] == 'ok' and not out.get('warnings')
     assert record['context']['start'] == dict(started_at=1796001966, pid='42')
     assert record['measured']['free_memory_before_load_gib'] == 94.19
-    assert '| max running requests | 22 | 22 | +0 | ok |' in record['markdown']
+    assert '| max running requests | 21 | 21 | +0 | ok |' in record['markdown']
 
 
 def test_a_start_that_drifts_from_its_plan_warns_with_both_numbers(host):
     lines, exited = replay('healthy', seconds=1.0)
     host(lines, exits=False, ready_after=len(lines))
-    plan = dict(SEED_PLAN, free_before_load_gib=91.193, mamba_cache_slots=93, kv_cache_tokens=615837)
+    plan = dict(SEED_PLAN, free_before_load_gib=91.193, mamba_cache_slots=93, kv_cache_tokens=585000)
     kind, out = run(sglang_server_wait.main, dict(ARGS, plan=plan, plan_context=CONTEXT))
     assert kind is AnsibleExitJson and out['ready'] and out['startup']['verdict'] == 'drift'
     warning = [w for w in out['warnings'] if 'mamba state slots' in w][0]
-    assert warning.startswith('sglang-qwen.service: plan vs. start-up log: mamba state slots: 93 planned, 111 logged')
+    assert warning.startswith('sglang-qwen.service: plan vs. start-up log: mamba state slots: 93 planned, 105 logged')
     assert "startup_overhead_gib (rtx-pro-6000-blackwell-server: 4.40 GiB planned, 1.40 GiB logged" in warning
