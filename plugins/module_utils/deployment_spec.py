@@ -160,7 +160,10 @@ VARIABLES = [
     _v('llmops_watchdog_timeout', 'int', 1200,
        '--watchdog-timeout in seconds (SGLang 300; large MoE checkpoints need longer for the first batches).',
        min=1, group=_FLAGS),
-    _v('llmops_enable_metrics', 'bool', False, 'Render --enable-metrics (Prometheus /metrics).', group=_FLAGS),
+    _v('llmops_enable_metrics', 'bool', True,
+       'Render --enable-metrics: Prometheus /metrics on the server\'s port, exempt from the API key (what the '
+       'monitoring role scrapes and the benchmark reads the per-run accept length from); false opts out.',
+       group=_FLAGS),
     _v('llmops_extra_args', 'list', [],
        'More SGLang arguments with full flag names, e.g. ["--enable-flashinfer-allreduce-fusion"] (never --api-key).',
        elements='str', group=_FLAGS),
