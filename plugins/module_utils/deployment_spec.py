@@ -36,7 +36,7 @@ PASSED_BY_PLAYBOOKS = {
 
 # Prefixes whose variables must be declared somewhere (this table, or a role's argument_specs).
 COLLECTION_PREFIXES = ('llmops_', 'deployment_', 'sglang_server_', 'sglang_benchmark_', 'hf_model_',
-                       'gpu_partition_', 'lxc_gpu_')
+                       'gpu_partition_', 'lxc_gpu_', 'monitoring_')
 
 # Names with the llmops_ prefix that are not settings: the published fact and the secret it does not carry.
 RESULT_NAMES = ('llmops_deployment',)
