@@ -230,13 +230,14 @@ def recording_rules(names, window, job=JOB):
     return dict(name='llmops-sglang-recording', rules=rules)
 
 
-def _alert(key, expr, summary, description, alert_for):
+def _alert(key, host, expr, summary, description, alert_for):
     name, default_for, severity = ALERTS[key]
     rule = dict(alert=name, expr=expr)
     duration = (alert_for or {}).get(key, default_for)
     if duration not in ('0s', '0m'):
         rule['for'] = duration
-    rule['labels'] = dict(severity=severity)
+    # The host label (the series carry it too) keeps the per-server copies of an alert distinct for promtool's lint.
+    rule['labels'] = dict(severity=severity, llmops_host=host)
     rule['annotations'] = dict(summary=summary, description=description)
     return rule
 
@@ -248,14 +249,14 @@ def alert_rules(entry, names, thresholds, window, alert_for=None, job=JOB):
     me = dict(job=job, llmops_host=host)
     sel = selector(me)
     who = '{{ $labels.llmops_host }} ({{ $labels.llmops_instance }})'
-    rules = [_alert('down', 'up%s == 0' % sel, '%s: SGLang /metrics unreachable' % who, (
+    rules = [_alert('down', host, 'up%s == 0' % sel, '%s: SGLang /metrics unreachable' % who, (
         'Prometheus cannot scrape %s%s: the service is down, restarting, or --enable-metrics is off. Check '
         '`systemctl status %s` and its journal on the host.' % (entry['target'],
                                                                   entry['deployment']['metrics']['path'],
                                                                   entry['deployment'].get('unit'))), alert_for)]
     t = dict((k, v['value']) for k, v in thresholds.items())
     if t['kv_cache_usage'] is not None:
-        rules.append(_alert('kv_cache_usage', 'max by (%s) (%s%s) > %s' % (by, names['token_usage'], sel,
+        rules.append(_alert('kv_cache_usage', host, 'max by (%s) (%s%s) > %s' % (by, names['token_usage'], sel,
                                                                             t['kv_cache_usage']),
                             '%s: KV cache {{ $value | humanizePercentage }} full' % who,
                             'The KV/state pool that runs out first is above %s%%: new requests queue and running ones '
@@ -263,7 +264,7 @@ def alert_rules(entry, names, thresholds, window, alert_for=None, job=JOB):
                             'recommendations: --mem-fraction-static, --kv-cache-dtype fp8_e4m3).'
                             % round(t['kv_cache_usage'] * 100, 1), alert_for))
     if t['queue_depth'] is not None:
-        rules.append(_alert('queue_depth', 'sum by (%s) (%s%s) > %s' % (by, names['queued_requests'], sel,
+        rules.append(_alert('queue_depth', host, 'sum by (%s) (%s%s) > %s' % (by, names['queued_requests'], sel,
                                                                           t['queue_depth']),
                             '%s: {{ $value }} requests waiting' % who,
                             'More than %s requests wait (%s); the server runs at most %s at once. Add replicas or '
@@ -271,7 +272,7 @@ def alert_rules(entry, names, thresholds, window, alert_for=None, job=JOB):
                                                          (entry['deployment'].get('plan') or {}).get('max_running_requests')),
                             alert_for))
     if t['retractions'] is not None:
-        rules.append(_alert('retractions', 'sum by (%s) (increase(%s%s[%s])) > %s' % (
+        rules.append(_alert('retractions', host, 'sum by (%s) (increase(%s%s[%s])) > %s' % (
             by, names['retracted_requests'], sel, window, t['retractions']),
             '%s: {{ $value }} requests retracted in %s' % (who, window),
             'SGLang ran out of KV cache mid-decode and retracted running requests (they restart later, so latency '
@@ -279,11 +280,11 @@ def alert_rules(entry, names, thresholds, window, alert_for=None, job=JOB):
     for key, record, what in (('ttft_p99_seconds', 'ttft_seconds_p99', 'time to first token'),
                               ('itl_p99_seconds', 'itl_seconds_p99', 'inter-token latency')):
         if t[key] is not None:
-            rules.append(_alert(key, '%s%s > %s' % (_record(record, window), selector(dict(llmops_host=host)), t[key]),
+            rules.append(_alert(key, host, '%s%s > %s' % (_record(record, window), selector(dict(llmops_host=host)), t[key]),
                                 '%s: p99 %s {{ $value | humanizeDuration }}' % (who, what),
                                 'The p99 %s over %s is above %ss.' % (what, window, t[key]), alert_for))
     if t['accept_length_min'] is not None:
-        rules.append(_alert('accept_length_min', '%s%s < %s' % (_record('accept_length', window),
+        rules.append(_alert('accept_length_min', host, '%s%s < %s' % (_record('accept_length', window),
                                                                 selector(dict(llmops_host=host)), t['accept_length_min']),
                             '%s: MTP accept length {{ $value | printf "%%.2f" }}' % who,
                             'Generated tokens per verify forward fell below %s (%s): speculative decoding costs more '
@@ -291,7 +292,7 @@ def alert_rules(entry, names, thresholds, window, alert_for=None, job=JOB):
                             'with MTP off (llmops_speculative_num_draft_tokens: 0).'
                             % (t['accept_length_min'], thresholds['accept_length_min']['source']), alert_for))
     if t['http_5xx_ratio'] is not None:
-        rules.append(_alert('http_5xx_ratio', '%s%s > %s' % (_record('http_5xx_ratio', window),
+        rules.append(_alert('http_5xx_ratio', host, '%s%s > %s' % (_record('http_5xx_ratio', window),
                                                               selector(dict(llmops_host=host)), t['http_5xx_ratio']),
                             '%s: {{ $value | humanizePercentage }} of responses are 5xx' % who,
                             'More than %s%% of HTTP responses over %s are server errors; the journal of %s says why.'
