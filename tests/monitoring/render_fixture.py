@@ -22,7 +22,6 @@ import yaml
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, '.collections'))
 
-from ansible_collections.llmops.inference.plugins.action.monitoring_config import to_yaml  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils import monitoring_dashboard as dash  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils import monitoring_prometheus as prom  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_release  # noqa: E402
@@ -46,23 +45,31 @@ def deployments(pin, names):
     return {'gpu-a': one('qa', 22, dict(algorithm='NEXTN', expected_accept_length=3.1)), 'gpu-b': one('qb', 48, None)}
 
 
-def render(out, thresholds=None):
+def build(rules_path, thresholds=None):
+    """The fixture's scrape config, rules and dashboard as data (no Ansible needed: make parser uses it too)."""
     pin, names = release_names()
     found = deployments(pin, names)
-    rules_path = os.path.join(out, 'rules', 'llmops-sglang.rules.yml')
     entries, warnings = prom.servers(sorted(found), found, {'gpu-a': '10.0.0.1', 'gpu-b': '10.0.0.2'})
     prom.check_options(thresholds or {}, {}, '5m')
     limits = dict((e['host'], prom.thresholds_of(e['deployment'], thresholds or {})) for e in entries)
-    rules = prom.rule_file(entries, names, '5m', limits)
-    config = prom.scrape_config(entries, '/metrics', '15s', '15s', [rules_path])
+    return dict(rules=prom.rule_file(entries, names, '5m', limits), names=names, warnings=warnings,
+                config=prom.scrape_config(entries, '/metrics', '15s', '15s', [rules_path]),
+                dashboard=dash.dashboard(names))
+
+
+def render(out, thresholds=None):
+    """Write the files as the monitoring_config action writes them."""
+    from ansible_collections.llmops.inference.plugins.action.monitoring_config import to_yaml
+    rules_path = os.path.join(out, 'rules', 'llmops-sglang.rules.yml')
+    result = build(rules_path, thresholds)
     os.makedirs(os.path.dirname(rules_path))
     with open(rules_path, 'w') as stream:
-        stream.write(to_yaml(rules, ['fixture']))
+        stream.write(to_yaml(result['rules'], ['fixture']))
     with open(os.path.join(out, 'prometheus.yml'), 'w') as stream:
-        stream.write(to_yaml(config, ['fixture']))
+        stream.write(to_yaml(result['config'], ['fixture']))
     with open(os.path.join(out, 'llmops-sglang.json'), 'w') as stream:
-        json.dump(dash.dashboard(names), stream, indent=2, sort_keys=True)
-    return dict(rules=rules, config=config, names=names, warnings=warnings)
+        json.dump(result['dashboard'], stream, indent=2, sort_keys=True)
+    return result
 
 
 if __name__ == '__main__':

@@ -179,6 +179,20 @@ def metrics_match_source(release):
             problems.append('buckets %s, table %s' % (bounds, family['buckets']))
         out.append(('metric %s (%s)' % (key, name), not problems, '; '.join(problems) or '%s %s' % (kind, expected)))
 
+    # The monitoring role's dashboard and rules, rendered from the table, read only what these collectors expose.
+    from ansible_collections.llmops.inference.plugins.module_utils import monitoring_dashboard, promql
+    sys.path.insert(0, os.path.join(ROOT, 'tests', 'monitoring'))
+    import render_fixture  # pylint: disable=import-error
+    names = dict((key, family['name']) for key, family in table['families'].items())
+    histograms = set(n for n, f in real.items() if f['type'] == 'histogram')
+    exprs = [expr for dummy, expr in monitoring_dashboard.queries(monitoring_dashboard.dashboard(names))]
+    rendered = render_fixture.build('/rules.yml')
+    exprs += [rule['expr'] for group in rendered['rules']['groups'] for rule in group['rules']]
+    read = set(promql.family_of(n, histograms) for expr in exprs for n in promql.metric_names(expr))
+    read = set(n for n in read if n != 'up' and not n.startswith('llmops:'))
+    out.append(('dashboard and rules read metrics of this release', bool(read) and read <= set(real),
+                '%d metrics, not exposed: %s' % (len(read), sorted(read - set(real)))))
+
     # The stand-in (tests/sglang/standin_server.py) serves the same families in the same shape.
     with tempfile.TemporaryDirectory() as tmp:
         catalogue = os.path.join(tmp, 'metrics.json')
