@@ -696,6 +696,14 @@ ROLE_OPTIONS = json.loads(r'''
    "default": 15,
    "type": "int"
   },
+  "sglang_benchmark_prometheus_selector": {
+   "default": "llmops_host=\"{{ inventory_hostname }}\"",
+   "type": "str"
+  },
+  "sglang_benchmark_prometheus_url": {
+   "default": "",
+   "type": "str"
+  },
   "sglang_benchmark_prompts_per_concurrency": {
    "default": 4,
    "type": "int"
@@ -760,6 +768,16 @@ ROLE_OPTIONS = json.loads(r'''
   "sglang_benchmark_server_role": {
    "default": "llmops.inference.sglang_server",
    "type": "str"
+  },
+  "sglang_benchmark_server_series": {
+   "default": [],
+   "elements": "dict",
+   "type": "list"
+  },
+  "sglang_benchmark_server_series_extra": {
+   "default": [],
+   "elements": "dict",
+   "type": "list"
   },
   "sglang_benchmark_smoke": {
    "default": true,
