@@ -261,7 +261,8 @@ VARIABLES = [
        scope='proxmox', plan_only=True, group=_PLAN),
     _v('llmops_play_hosts', 'str', None,
        'Host pattern of the single-role playbooks (playbooks/<role>.yml); null is the role\'s group '
-       '(sglang_servers, or proxmox_hosts for gpu_partition.yml).', scope='any', group=_STEPS),
+       '(sglang_servers, proxmox_hosts for gpu_partition.yml, prometheus_servers for monitoring.yml).', scope='any',
+       group=_STEPS),
     # ---- variants ---------------------------------------------------------------------------------------------
     _v('llmops_variants', 'list', [],
        'A/B variants the benchmark compares, each resolved like the deployment itself: [{name, description, '
