@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import calendar
+import math
 import time
 
 from ansible_collections.llmops.inference.plugins.module_utils.bench_report import PALETTE, esc, num
@@ -36,7 +37,7 @@ def samples(response):
             value = float(point[1])
         except (TypeError, ValueError, IndexError):
             continue
-        if value == value:  # NaN (a 0/0 ratio) is no sample
+        if not math.isnan(value):  # NaN (a 0/0 ratio) is no sample
             out.append((float(point[0]), value))
     note = 'the query returned %d series; the first is shown (aggregate it with sum/max)' % len(result) if len(result) > 1 else ''
     return out, note
@@ -109,9 +110,8 @@ def markdown(v):
              '| series | ' + ' | '.join(runs) + ' | query |', '|---|' + '---:|' * len(runs) + '---|']
     for row in v['rows']:
         query = '`%s`' % (row['query'] or '').replace('|', '\\|')
-        lines.append('| %s | %s | %s%s |' % (row['title'], ' | '.join(cell(row['runs'].get(r, (None, None, 0)), row['unit'])
-                                                                       for r in runs), query,
-                                           ' (%s)' % row['note'] if row['note'] else ''))
+        cells = ' | '.join(cell(row['runs'].get(r, (None, None, 0)), row['unit']) for r in runs)
+        lines.append('| %s | %s | %s%s |' % (row['title'], cells, query, ' (%s)' % row['note'] if row['note'] else ''))
     return lines
 
 

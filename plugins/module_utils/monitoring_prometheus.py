@@ -244,59 +244,53 @@ def _alert(key, host, expr, summary, description, alert_for):
 
 def alert_rules(entry, names, thresholds, window, alert_for=None, job=JOB):
     """The alert group of one server, its thresholds written into the expressions."""
-    host = entry['host']
+    host, deployment = entry['host'], entry['deployment']
     by = 'llmops_host, llmops_instance'
-    me = dict(job=job, llmops_host=host)
-    sel = selector(me)
+    sel = selector(dict(job=job, llmops_host=host))
+    mine = selector(dict(llmops_host=host))
     who = '{{ $labels.llmops_host }} ({{ $labels.llmops_instance }})'
-    rules = [_alert('down', host, 'up%s == 0' % sel, '%s: SGLang /metrics unreachable' % who, (
-        'Prometheus cannot scrape %s%s: the service is down, restarting, or --enable-metrics is off. Check '
-        '`systemctl status %s` and its journal on the host.' % (entry['target'],
-                                                                  entry['deployment']['metrics']['path'],
-                                                                  entry['deployment'].get('unit'))), alert_for)]
+    unit = deployment.get('unit')
     t = dict((k, v['value']) for k, v in thresholds.items())
+    specs = [('down', 'up%s == 0' % sel, '%s: SGLang /metrics unreachable' % who,
+              'Prometheus cannot scrape %s%s: the service is down, restarting, or --enable-metrics is off. Check '
+              '`systemctl status %s` and its journal on the host.' % (entry['target'], deployment['metrics']['path'], unit))]
     if t['kv_cache_usage'] is not None:
-        rules.append(_alert('kv_cache_usage', host, 'max by (%s) (%s%s) > %s' % (by, names['token_usage'], sel,
-                                                                            t['kv_cache_usage']),
-                            '%s: KV cache {{ $value | humanizePercentage }} full' % who,
-                            'The KV/state pool that runs out first is above %s%%: new requests queue and running ones '
-                            'get retracted. Lower the concurrency or give the KV cache more memory (plan.md '
-                            'recommendations: --mem-fraction-static, --kv-cache-dtype fp8_e4m3).'
-                            % round(t['kv_cache_usage'] * 100, 1), alert_for))
+        specs.append(('kv_cache_usage', 'max by (%s) (%s%s) > %s' % (by, names['token_usage'], sel, t['kv_cache_usage']),
+                      '%s: KV cache {{ $value | humanizePercentage }} full' % who,
+                      'The KV/state pool that runs out first is above %s%%: new requests queue and running ones get '
+                      'retracted. Lower the concurrency or give the KV cache more memory (plan.md recommendations: '
+                      '--mem-fraction-static, --kv-cache-dtype fp8_e4m3).' % round(t['kv_cache_usage'] * 100, 1)))
     if t['queue_depth'] is not None:
-        rules.append(_alert('queue_depth', host, 'sum by (%s) (%s%s) > %s' % (by, names['queued_requests'], sel,
-                                                                          t['queue_depth']),
-                            '%s: {{ $value }} requests waiting' % who,
-                            'More than %s requests wait (%s); the server runs at most %s at once. Add replicas or '
-                            'lower the offered load.' % (t['queue_depth'], thresholds['queue_depth']['source'],
-                                                         (entry['deployment'].get('plan') or {}).get('max_running_requests')),
-                            alert_for))
+        running = (deployment.get('plan') or {}).get('max_running_requests')
+        specs.append(('queue_depth', 'sum by (%s) (%s%s) > %s' % (by, names['queued_requests'], sel, t['queue_depth']),
+                      '%s: {{ $value }} requests waiting' % who,
+                      'More than %s requests wait (%s); the server runs at most %s at once. Add replicas or lower the '
+                      'offered load.' % (t['queue_depth'], thresholds['queue_depth']['source'], running)))
     if t['retractions'] is not None:
-        rules.append(_alert('retractions', host, 'sum by (%s) (increase(%s%s[%s])) > %s' % (
-            by, names['retracted_requests'], sel, window, t['retractions']),
-            '%s: {{ $value }} requests retracted in %s' % (who, window),
-            'SGLang ran out of KV cache mid-decode and retracted running requests (they restart later, so latency '
-            'jumps). Lower --max-running-requests or give the KV cache more memory.', alert_for))
+        specs.append(('retractions', 'sum by (%s) (increase(%s%s[%s])) > %s'
+                      % (by, names['retracted_requests'], sel, window, t['retractions']),
+                      '%s: {{ $value }} requests retracted in %s' % (who, window),
+                      'SGLang ran out of KV cache mid-decode and retracted running requests (they restart later, so '
+                      'latency jumps). Lower --max-running-requests or give the KV cache more memory.'))
     for key, record, what in (('ttft_p99_seconds', 'ttft_seconds_p99', 'time to first token'),
                               ('itl_p99_seconds', 'itl_seconds_p99', 'inter-token latency')):
         if t[key] is not None:
-            rules.append(_alert(key, host, '%s%s > %s' % (_record(record, window), selector(dict(llmops_host=host)), t[key]),
-                                '%s: p99 %s {{ $value | humanizeDuration }}' % (who, what),
-                                'The p99 %s over %s is above %ss.' % (what, window, t[key]), alert_for))
+            specs.append((key, '%s%s > %s' % (_record(record, window), mine, t[key]),
+                          '%s: p99 %s {{ $value | humanizeDuration }}' % (who, what),
+                          'The p99 %s over %s is above %ss.' % (what, window, t[key])))
     if t['accept_length_min'] is not None:
-        rules.append(_alert('accept_length_min', host, '%s%s < %s' % (_record('accept_length', window),
-                                                                selector(dict(llmops_host=host)), t['accept_length_min']),
-                            '%s: MTP accept length {{ $value | printf "%%.2f" }}' % who,
-                            'Generated tokens per verify forward fell below %s (%s): speculative decoding costs more '
-                            'than it saves. Check the workload (sampling temperature, output language) or benchmark '
-                            'with MTP off (llmops_speculative_num_draft_tokens: 0).'
-                            % (t['accept_length_min'], thresholds['accept_length_min']['source']), alert_for))
+        specs.append(('accept_length_min', '%s%s < %s' % (_record('accept_length', window), mine, t['accept_length_min']),
+                      '%s: MTP accept length {{ $value | printf "%%.2f" }}' % who,
+                      'Generated tokens per verify forward fell below %s (%s): speculative decoding costs more than it '
+                      'saves. Check the workload (sampling temperature, output language) or benchmark with MTP off '
+                      '(llmops_speculative_num_draft_tokens: 0).'
+                      % (t['accept_length_min'], thresholds['accept_length_min']['source'])))
     if t['http_5xx_ratio'] is not None:
-        rules.append(_alert('http_5xx_ratio', host, '%s%s > %s' % (_record('http_5xx_ratio', window),
-                                                              selector(dict(llmops_host=host)), t['http_5xx_ratio']),
-                            '%s: {{ $value | humanizePercentage }} of responses are 5xx' % who,
-                            'More than %s%% of HTTP responses over %s are server errors; the journal of %s says why.'
-                            % (round(t['http_5xx_ratio'] * 100, 1), window, entry['deployment'].get('unit')), alert_for))
+        specs.append(('http_5xx_ratio', '%s%s > %s' % (_record('http_5xx_ratio', window), mine, t['http_5xx_ratio']),
+                      '%s: {{ $value | humanizePercentage }} of responses are 5xx' % who,
+                      'More than %s%% of HTTP responses over %s are server errors; the journal of %s says why.'
+                      % (round(t['http_5xx_ratio'] * 100, 1), window, unit)))
+    rules = [_alert(key, host, expr, summary, description, alert_for) for key, expr, summary, description in specs]
     return dict(name='llmops-sglang-%s' % re.sub(r'[^A-Za-z0-9_.-]+', '-', host), rules=rules)
 
 
