@@ -29,7 +29,13 @@ command -v ansible-playbook >/dev/null 2>&1 || export PATH="$root/.venv/bin:$PAT
 log() { printf '[sglang_benchmark-it %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 started=${SECONDS}
 state="$(mktemp -d "${TMPDIR:-/var/tmp}/sglang_bench_it.XXXXXX")"
+cpu_s() {  # user+system CPU seconds of a running process (/proc/<pid>/stat fields 14 and 15, in clock ticks)
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo "?"
+}
 cleanup() {
+    if [ -f "${state}/prometheus.pid" ]; then
+        log "monitoring lab CPU: prometheus $(cpu_s "$(cat "${state}/prometheus.pid")") s"
+    fi
     for pidfile in server.pid standin.pid prometheus.pid; do
         if [ -f "${state}/${pidfile}" ]; then
             kill "$(cat "${state}/${pidfile}")" 2>/dev/null || true
@@ -147,13 +153,15 @@ sed -n '/^## Results/,/^TTFT =/p' "${results}/report.md" >&2
 
 log "case alerts: the real Prometheus fires SGLangTargetDown once the stand-in stops"
 alerts_started=${SECONDS}
-if ! play "${here}/alerts.yml" -v >"${state}/alerts.log" 2>&1; then
+log "stand-in CPU until now: $(cpu_s "$(cat "${state}/standin.pid")") s"
+if ! /usr/bin/time -f 'alerts play: %e s wall, %U s user, %S s sys' -a -o "${state}/alerts.time" \
+        ansible-playbook -i "${state}/inventory" -e "@${state}/lab.yml" "${here}/alerts.yml" -v >"${state}/alerts.log" 2>&1; then
     grep -v '^<localhost>' "${state}/alerts.log" | tail -n 40
     log "FAIL: case alerts"
     exit 1
 fi
 grep -o 'CASE alerts: [^"]*' "${state}/alerts.log" | head -n 1 >&2
-log "case alerts took $((SECONDS - alerts_started)) s"
+log "case alerts took $((SECONDS - alerts_started)) s ($(cat "${state}/alerts.time"))"
 
 log "case chromium: headless render of report.html"
 "${lab_python}" "${root}/tests/bench/check_report_screenshot.py" "${results}/report.html" "${state}/screenshot.png" --min-charts 4
