@@ -106,7 +106,7 @@ class ActionModule(ActionBase):
                   'Metric names: SGLang %s (profiles/sglang_releases.yml, checked against its collectors by '
                   'make parser).' % version]
         out = dict(changed=False, targets=[dict(host=e['host'], target=e['target'], labels=e['labels']) for e in entries],
-                   thresholds=thresholds, warnings=warnings, sglang_version=version, names=names,
+                   thresholds=thresholds, notes=warnings, sglang_version=version, names=names,
                    prometheus_config=config, rules=rules,
                    prometheus_yml=to_yaml(config, header), rules_yml=to_yaml(rules, header),
                    summary_md=summary(entries, thresholds, warnings, version, args['alert_for'], args['rate_window']))
@@ -130,5 +130,7 @@ class ActionModule(ActionBase):
             out.update(dashboard=board, dashboard_json=json.dumps(board, indent=2, sort_keys=True) + '\n')
         else:
             out.update(dashboard=None, dashboard_json=None)
+        if warnings:
+            out['warnings'] = list(warnings)  # Ansible prints these (and keeps them out of the registered result)
         result.update(out)
         return result

@@ -136,9 +136,9 @@ def thresholds_of(deployment, overrides):
 
 def servers(hosts, deployments, ansible_hosts=None, addresses=None):
     """The servers to scrape: [{host, instance, target, labels, deployment}] and the warnings about the others.
-    Refuses (MonitoringError) a host with no resolved deployment, duplicate targets and release tables without
-    metric names."""
-    out, warnings, seen = [], [], {}
+    Refuses (MonitoringError) a host with no resolved deployment, two servers at one reachable address and release
+    tables without metric names (loopback targets of several servers are each their own host's, with a warning)."""
+    out, warnings, seen, loopback = [], [], {}, []
     for host in hosts:
         deployment = deployments.get(host)
         if not isinstance(deployment, dict) or deployment.get('kind') != 'sglang_server':
@@ -160,12 +160,18 @@ def servers(hosts, deployments, ansible_hosts=None, addresses=None):
         target, warning = target_of(host, deployment, (ansible_hosts or {}).get(host), (addresses or {}).get(host))
         if warning:
             warnings.append(warning)
-        if target in seen:
+            loopback.append(host)
+        elif target in seen:
             raise MonitoringError('monitoring_target_addresses: %s and %s would both be scraped at %s: give each its own '
                                   'address' % (seen[target], host, target))
         seen[target] = host
         out.append(dict(host=host, instance=deployment.get('instance'), target=target, deployment=deployment,
                         labels=dict(llmops_host=host, llmops_instance=deployment.get('instance'))))
+    if len(loopback) > 1:
+        # Each is "127.0.0.1 of its own host": valid targets (their labels differ), but no one Prometheus reaches all.
+        warnings.append('%s bind a loopback address: one Prometheus cannot scrape them all; run it on each server '
+                        '(playbooks/monitoring.yml -e llmops_play_hosts=<server>) or bind a reachable address'
+                        % ', '.join(loopback))
     return out, warnings
 
 

@@ -121,8 +121,8 @@ thresholds:
   description: Host to threshold to C({value, source}); C(value) null means that alert is not rendered for the host.
   returned: always
   type: dict
-warnings:
-  description: Servers left out or reachable only from themselves, and why.
+notes:
+  description: Servers left out or reachable only from themselves, and why (also printed as warnings).
   returned: always
   type: list
   elements: str

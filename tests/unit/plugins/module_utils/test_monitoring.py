@@ -124,6 +124,11 @@ def test_servers_left_out_or_refused():
     with pytest.raises(prom.MonitoringError) as exc:
         prom.servers(['a', 'b'], dict(a=deployment(), b=deployment()), dict(a='h', b='h'))
     assert 'a and b would both be scraped at h:30000' in str(exc.value)
+    # Loopback binds (the default 127.0.0.1) are each their own host's: kept, with a warning each and one for all.
+    local = deployment(http=dict(host='127.0.0.1', port=30000))
+    entries, warnings = prom.servers(['a', 'b'], dict(a=local, b=dict(local)))
+    assert [e['target'] for e in entries] == ['127.0.0.1:30000', '127.0.0.1:30000']
+    assert warnings[-1].startswith('a, b bind a loopback address: one Prometheus cannot scrape them all')
     with pytest.raises(prom.MonitoringError) as exc:
         prom.servers(['a'], dict(a=deployment(metrics=dict(enabled=True, path='/metrics', names={}))))
     assert 'has no metric names in profiles/sglang_releases.yml' in str(exc.value)
