@@ -57,12 +57,10 @@ def run_windows(records):
 
 
 def stats(points, start, end, step=15.0):
-    """(mean, max, n) of the samples inside [start, end]; a run shorter than the query step gets the first sample
-    after it (at most two steps later: the state it left), none otherwise."""
-    inside = [v for t, v in points if start <= t <= end]
-    after = [v for t, v in points if end < t <= end + 2 * float(step or 15)]
-    if not inside and after:
-        inside = after[:1]
+    """(mean, max, n) of the samples of a run: from its start to two query steps after its end, so the first
+    evaluation after its last request (the state it left) is counted; a run's last requests end moments before its
+    client exits."""
+    inside = [v for t, v in points if start <= t <= end + 2 * float(step or 15)]
     if not inside:
         return None, None, 0
     return sum(inside) / len(inside), max(inside), len(inside)
@@ -105,8 +103,9 @@ def markdown(v):
         return []
     runs = [w[0] for w in v['windows']]
     lines = ['', '## Server-side view (Prometheus)', '',
-             'What the server reported while each run was measured, from `%s` (mean / max of the samples inside the '
-             'run\'s window; ratios in %%). The client-side numbers above are the same runs.' % v['url'], '',
+             'What the server reported while each run was measured, from `%s` (mean / max of the evaluations from '
+             'the run\'s start to two query steps after its end; ratios in %%). The client-side numbers above are the '
+             'same runs.' % v['url'], '',
              '| series | ' + ' | '.join(runs) + ' | query |', '|---|' + '---:|' * len(runs) + '---|']
     for row in v['rows']:
         query = '`%s`' % (row['query'] or '').replace('|', '\\|')
@@ -171,7 +170,8 @@ def html(v):
         t0 = t1
     out = ['<h2>Server-side view (Prometheus)</h2>',
            '<p class="note">What the server reported while each run was measured, from <code>%s</code>: mean / max of '
-           'the samples inside the run\'s window (ratios in %%), and each series over the sweep with the runs shaded.</p>'
+           'the evaluations from the run\'s start to two query steps after its end (ratios in %%), and each series over '
+           'the sweep with the runs shaded.</p>'
            % esc(v['url']), '<div class="charts">']
     for row in v['rows']:
         out.append('<figure id="server-%s" style="margin:0">%s</figure>' % (esc(row['key']), time_chart(row, v['windows'], t0, t1)))

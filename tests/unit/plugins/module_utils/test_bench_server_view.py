@@ -40,7 +40,7 @@ def test_stats_per_run_window():
     assert v['windows'] == [('mtp-c1', T0 + 2, T0 + 6.0), ('mtp-c4', T0 + 10, T0 + 14.0)]
     running = v['rows'][0]
     assert running['runs']['mtp-c1'] == (1.0, 1.0, 2)
-    assert running['runs']['mtp-c4'] == (11 / 3.0, 4.0, 3)
+    assert running['runs']['mtp-c4'] == (11 / 4.0, 4.0, 4)  # to 16 s: two 1 s steps past its end
     kv = v['rows'][1]
     assert kv['runs']['mtp-c4'] == (0.5, 0.5, 1)  # the NaN sample (a 0/0 ratio) is no sample
     assert v['rows'][2]['note'] == 'no samples (the query matched no series)'
@@ -48,12 +48,12 @@ def test_stats_per_run_window():
     assert 'returned 2 series' in v['rows'][4]['note']
 
 
-def test_a_run_between_two_scrapes_gets_the_next_one():
+def test_the_window_reaches_two_steps_past_the_run():
     running = dict(DATA['series'][0])
-    # No sample inside [6, 6.5]: with a 5 s step the one at 11 (value 4, 4.5 s later) is the state the run left.
+    # Run [6, 6.5] with a 5 s step: up to 16.5 - the samples at 11 (4), 12 (3), 14 (4) and 16 (0).
     v = sv.view(dict(DATA, step=5, series=[running]), [record('short', 6, 0.5, 1)])
-    assert v['rows'][0]['runs']['short'] == (4.0, 4.0, 1)
-    # With a 1 s step it is too late to say anything about that run.
+    assert v['rows'][0]['runs']['short'] == (11 / 4.0, 4.0, 4)
+    # With a 1 s step up to 8.5: nothing was evaluated then.
     v = sv.view(dict(DATA, step=1, series=[running]), [record('short', 6, 0.5, 1)])
     assert v['rows'][0]['runs']['short'] == (None, None, 0)
 
@@ -62,13 +62,13 @@ def test_sections_in_the_report():
     server = sv.sections(DATA, RECORDS)
     md = '\n'.join(server['markdown'])
     assert '## Server-side view (Prometheus)' in md and 'http://127.0.0.1:9090' in md
-    assert '| Running requests | 1.00 / 1.00 | 3.67 / 4.00 | `sum(x{a="b"})` |' in md
+    assert '| Running requests | 1.00 / 1.00 | 2.75 / 4.00 | `sum(x{a="b"})` |' in md
     assert '| KV usage | 25.0 % / 25.0 % | 50.0 % / 50.0 % | `max(y)` |' in md
     assert '| Accept length | no samples | no samples | `avg(z)` (no samples (the query matched no series)) |' in md
     out = bench_report.build(dict(title='t', variants=[]), RECORDS, server=server)
     assert '## Server-side view (Prometheus)' in out['markdown']
     assert out['html'].count('id="server-') == 5 and '<script' not in out['html']
-    assert out['summary']['server']['series'][0]['runs']['mtp-c4'] == dict(mean=11 / 3.0, max=4.0, samples=3)
+    assert out['summary']['server']['series'][0]['runs']['mtp-c4'] == dict(mean=11 / 4.0, max=4.0, samples=4)
     # Without Prometheus the report is what it was.
     plain = bench_report.build(dict(title='t', variants=[]), RECORDS)
     assert 'Server-side view' not in plain['markdown'] and plain['summary']['server'] is None
