@@ -150,6 +150,8 @@ done
 progress_lines="$(grep -c '^\[localhost\] run ' "${state}/main.log" || true)"
 log "progress lines printed during the runs: ${progress_lines}"
 sed -n '/^## Results/,/^TTFT =/p' "${results}/report.md" >&2
+sed -n '/^## Server-side view/,/^$/{p}' "${results}/report.md" | head -n 4 >&2
+grep -E '^\| [A-Za-z. ]+ .*\| `' "${results}/report.md" | cut -c1-200 >&2 || true
 
 log "case alerts: the real Prometheus fires SGLangTargetDown once the stand-in stops"
 alerts_started=${SECONDS}
