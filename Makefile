@@ -15,7 +15,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help venv plan profile test checks unit sanity lint changelog-lint docs-check parser integration molecule clean
+.PHONY: help venv plan profile test checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
@@ -62,6 +62,12 @@ profile: venv $(if $(SRC),,$(HF_CLIENT)/.installed)
 unit: venv
 	$(BIN)/pytest -q tests/unit
 
+# The monitoring role's Prometheus files against the real promtool (Debian's prometheus package, installed here when
+# missing): check config, check rules and the rule unit tests of tests/monitoring/rules_test.yml.
+monitoring: venv
+	command -v promtool >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends prometheus >/dev/null; }
+	$(BIN)/pytest -q tests/monitoring
+
 # shellcheck is a sanity test of its own; ansible-test skips it silently when the program is missing.
 sanity: venv
 	command -v shellcheck >/dev/null || { apt-get update -qq && apt-get install -y -qq shellcheck >/dev/null; }
@@ -92,7 +98,7 @@ molecule: venv
 # The checks that need no lab, two at a time (each is mostly one process on one core; the 2-core CI machine runs
 # them in about 160 s instead of 200): each target's output is printed whole when it ends.
 checks: venv
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit changelog-lint docs-check lint sanity parser
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit monitoring changelog-lint docs-check lint sanity parser
 
 # Cheap checks first so a typo fails in seconds, the slow lab last (integration, then molecule: both are CPU-bound,
 # so running them side by side was no faster here).

@@ -248,7 +248,7 @@ def variant_lines(meta):
     return out if len(out) > 1 else []
 
 
-def markdown(meta, rows, gates, ab, smoke):
+def markdown(meta, rows, gates, ab, smoke, server=None):
     lines = ['# %s' % meta.get('title', 'Benchmark'), '']
     lines += ['- host: `%s`, results `%s`' % (meta.get('host'), meta.get('timestamp'))]
     lines += ['- client: `%s` (SGLang %s) from `%s`, backend `%s`, dataset `%s`, %s in / %s out tokens (range ratio %s), '
@@ -277,6 +277,7 @@ def markdown(meta, rows, gates, ab, smoke):
     lines += ['', 'TTFT = time to first token; ITL = gap between streamed chunks; TPOT = (E2E - TTFT) / (output tokens - 1). '
               '% roofline = per-stream decode speed (1000 / TPOT p50) against the planner\'s single-stream ceiling. '
               'accept len = speculative tokens per verify step of that run (* cumulative since server start).']
+    lines += (server or {}).get('markdown') or []
     if ab:
         lines += ['', '## %s vs %s' % (ab[0]['a'], ', '.join(sorted(set(r['b'] for r in ab)))), '',
                   '| load | variant | out tok/s | change | TTFT p99 | ITL p50 | TPOT p50 |', '|---|---|---:|---:|---:|---:|---:|']
@@ -449,7 +450,7 @@ th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
 """
 
 
-def html(meta, rows, gates, ab, smoke, chart_list):
+def html(meta, rows, gates, ab, smoke, chart_list, server=None):
     title = meta.get('title', 'Benchmark')
     out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">', '<title>%s</title>' % esc(title),
@@ -489,6 +490,7 @@ def html(meta, rows, gates, ab, smoke, chart_list):
                '(E2E - TTFT) / (output tokens - 1); % roofline = per-stream decode speed (1000 / TPOT p50) against the '
                'planner\'s single-stream bandwidth ceiling; accept len = speculative tokens per verify step of that run '
                '(* cumulative since server start).</p>')
+    out += (server or {}).get('html') or []
     if ab:
         out.append('<h2>A vs B</h2><table><thead><tr><th>load</th><th>variant</th><th>out tok/s</th><th>change</th>'
                    '<th>TTFT p99</th><th>ITL p50</th><th>TPOT p50</th></tr></thead><tbody>')
@@ -510,8 +512,9 @@ def html(meta, rows, gates, ab, smoke, chart_list):
 
 
 def build(meta, records, thresholds=None, baseline_rows=None, max_regression_pct=10.0, baseline_metrics=None,
-          smoke=None):
-    """Everything the report module writes: rows, gates, A/B rows, Markdown, HTML and the summary dict."""
+          smoke=None, server=None):
+    """Everything the report module writes: rows, gates, A/B rows, Markdown, HTML and the summary dict. ``server``:
+    the server-side view's sections (bench_server_view.sections), or None."""
     rows = build_rows(records, meta.get('variants'), meta.get('roofline'))
     gates = evaluate_thresholds(rows, thresholds)
     if baseline_rows is not None:
@@ -519,7 +522,7 @@ def build(meta, records, thresholds=None, baseline_rows=None, max_regression_pct
                                   baseline_metrics or ['output_throughput', 'p99_ttft_ms'])
     ab = ab_rows(rows, meta.get('variants'))
     chart_list = charts(rows, ab)
-    md = markdown(meta, rows, gates, ab, smoke)
-    page = html(meta, rows, gates, ab, smoke, chart_list)
-    summary = dict(meta=meta, rows=rows, gates=gates, ab=ab)
+    md = markdown(meta, rows, gates, ab, smoke, server)
+    page = html(meta, rows, gates, ab, smoke, chart_list, server)
+    summary = dict(meta=meta, rows=rows, gates=gates, ab=ab, server=(server or {}).get('summary'))
     return dict(rows=rows, gates=gates, ab=ab, markdown=md, html=page, summary=summary, charts=[c[0] for c in chart_list])

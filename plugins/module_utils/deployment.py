@@ -110,6 +110,15 @@ def _record(ctx, settings, gpu, tp, version, instance):
     return out
 
 
+def _metrics_of(release, enabled, url_host, port):
+    """What the server exports to Prometheus: the release's metric names by meaning (profiles/sglang_releases.yml)."""
+    table = release.get('metrics') or {}
+    path = table.get('path', '/metrics')
+    return dict(enabled=bool(enabled), path=path, url='http://%s:%s%s' % (url_host, port, path),
+                prefix=table.get('prefix'), source=table.get('source'),
+                names=dict((key, family['name']) for key, family in sorted((table.get('families') or {}).items())))
+
+
 def resolve_server(ctx, variant=None):
     """(deployment, problems) of one SGLang server; deployment is None when nothing could be resolved."""
     problems = ctx.get('problems') or Problems(ctx['host'])
@@ -266,6 +275,7 @@ def resolve_server(ctx, variant=None):
         http=dict(host=http_host, port=settings['llmops_http_port'],
                   url='http://%s:%s' % (url_host, settings['llmops_http_port'])),
         auth=dict(api_key_set=key_set, allow_no_api_key=settings['llmops_allow_no_api_key']),
+        metrics=_metrics_of(release, settings['llmops_enable_metrics'], url_host, settings['llmops_http_port']),
         lxc=lxc, host_facts=host_facts,
         settings=None, plan=plan, plan_error=plan_error,
         argv=argv, command=command, exec_start=sglang_flags.exec_start(command),

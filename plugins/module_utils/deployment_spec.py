@@ -36,7 +36,7 @@ PASSED_BY_PLAYBOOKS = {
 
 # Prefixes whose variables must be declared somewhere (this table, or a role's argument_specs).
 COLLECTION_PREFIXES = ('llmops_', 'deployment_', 'sglang_server_', 'sglang_benchmark_', 'hf_model_',
-                       'gpu_partition_', 'lxc_gpu_')
+                       'gpu_partition_', 'lxc_gpu_', 'monitoring_')
 
 # Names with the llmops_ prefix that are not settings: the published fact and the secret it does not carry.
 RESULT_NAMES = ('llmops_deployment',)
@@ -177,7 +177,10 @@ VARIABLES = [
     _v('llmops_watchdog_timeout', 'int', 1200,
        '--watchdog-timeout in seconds (SGLang 300; large MoE checkpoints need longer for the first batches).',
        min=1, group=_FLAGS),
-    _v('llmops_enable_metrics', 'bool', False, 'Render --enable-metrics (Prometheus /metrics).', group=_FLAGS),
+    _v('llmops_enable_metrics', 'bool', True,
+       'Render --enable-metrics: Prometheus /metrics on the server\'s port, exempt from the API key (what the '
+       'monitoring role scrapes and the benchmark reads the per-run accept length from); false opts out.',
+       group=_FLAGS),
     _v('llmops_extra_args', 'list', [],
        'More SGLang arguments with full flag names, e.g. ["--enable-flashinfer-allreduce-fusion"] (never --api-key).',
        elements='str', group=_FLAGS),
@@ -284,7 +287,8 @@ VARIABLES = [
        scope='proxmox', plan_only=True, group=_PLAN),
     _v('llmops_play_hosts', 'str', None,
        'Host pattern of the single-role playbooks (playbooks/<role>.yml); null is the role\'s group '
-       '(sglang_servers, or proxmox_hosts for gpu_partition.yml).', scope='any', group=_STEPS),
+       '(sglang_servers, proxmox_hosts for gpu_partition.yml, prometheus_servers for monitoring.yml).', scope='any',
+       group=_STEPS),
     # ---- variants ---------------------------------------------------------------------------------------------
     _v('llmops_variants', 'list', [],
        'A/B variants the benchmark compares, each resolved like the deployment itself: [{name, description, '

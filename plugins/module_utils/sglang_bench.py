@@ -7,8 +7,10 @@ speculative-decoding accept length around each run. No I/O here.
 
 Accept length per run (SGLang's ``avg_spec_accept_length`` is cumulative since start, and bench_serving copies
 that cumulative value into its JSONL):
-  1. ``/metrics`` (``--enable-metrics``): delta of ``sglang:generation_tokens_total`` over delta of
-     ``sglang:spec_verify_calls_total`` - tokens per verify forward, counted from finished requests of this run.
+  1. ``/metrics`` (``--enable-metrics``, on by default): delta of the generation-token counter over delta of the
+     verify-call counter (the pinned release's names: ``sglang:generation_tokens_total``,
+     ``sglang:spec_verify_calls_total``, from profiles/sglang_releases.yml) - tokens per verify forward, counted from
+     the requests this run finished.
   2. ``/server_info`` after ``POST /set_internal_state`` reset the counters (the pinned release: setting
      ``speculative_accept_threshold_single`` to its current value zeroes them without changing behaviour).
   3. Otherwise the cumulative value, marked as such.
@@ -107,10 +109,11 @@ def parse_prometheus(text):
     return totals
 
 
-def spec_counters(metrics):
-    """(generated tokens, verify forwards) from SGLang's /metrics, or None when the counters are absent."""
-    tokens = metrics.get('sglang:generation_tokens_total')
-    verify = metrics.get('sglang:spec_verify_calls_total')
+def spec_counters(metrics, names):
+    """(generated tokens, verify forwards) from SGLang's /metrics, or None when the counters are absent. ``names``:
+    the release's metric names by meaning (``llmops_deployment.metrics.names``: generation_tokens, verify_calls)."""
+    tokens = metrics.get((names or {}).get('generation_tokens'))
+    verify = metrics.get((names or {}).get('verify_calls'))
     if tokens is None or verify is None:
         return None
     return tokens, verify

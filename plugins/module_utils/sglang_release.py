@@ -180,13 +180,32 @@ ARCHITECTURE_KEYS = {
 }
 # Defaults a release may lack (read for some releases only; the planner falls back where one is absent).
 OPTIONAL_DEFAULT_KEYS = ('speculative_auto_params_by_arch',)
-RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults', 'host_programs', 'quantization', 'detection')
+RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults', 'host_programs', 'quantization', 'detection', 'metrics')
 # A program the release runs from the host's PATH and silently does without: the package that provides it, why, and
 # the release's own message when it is missing (tests/sglang/test_parser.py finds it in the pinned source).
 HOST_PROGRAM_KEYS = {
     'package': _IS_STR,
     'why': _IS_STR,
     'missing_message': _IS_STR,
+}
+# The Prometheus metrics of a release (optional: only where that release's collectors were read).
+METRICS_KEYS = {
+    'source': _IS_STR,
+    'prefix': _IS_STR,
+    'path': (lambda v: isinstance(v, _STRING) and v.startswith('/'), 'a URL path starting with /'),
+    'label_sets': (lambda v: isinstance(v, dict) and bool(v) and all(
+        isinstance(k, _STRING) and isinstance(x, list) and all(isinstance(i, _STRING) and i for i in x)
+        for k, x in v.items()), 'a mapping of collector name to a list of label names'),
+    'families': (lambda v: isinstance(v, dict) and bool(v), 'a non-empty mapping of meaning to family'),
+}
+METRIC_TYPES = ('gauge', 'counter', 'histogram')
+FAMILY_KEYS = {
+    'name': _IS_STR,
+    'type': (lambda v: v in METRIC_TYPES, ' or '.join(METRIC_TYPES)),
+    'labels': _IS_STR,
+    'extra_labels': _IS_STR_LIST,
+    'buckets': (lambda v: isinstance(v, list) and bool(v) and all(
+        isinstance(i, _NUMBER) and not isinstance(i, bool) for i in v) and v == sorted(v), 'an ascending list of numbers'),
 }
 TOP_KEYS = ('planner_families', 'architectures', 'quantization_rules', 'parser_detection', 'releases', 'shared')
 # A release key that names a family of another top-level section: release key -> (section, what the family holds).
@@ -250,6 +269,32 @@ def _check_keys(where, mapping, spec, required=True):
         check, what = spec[key]
         if not check(value):
             raise ReleaseError('%s: %s.%s must be %s, got %r' % (TABLE_PATH, where, key, what, value))
+
+
+def _check_metrics(where, metrics):
+    _check_keys(where, metrics, METRICS_KEYS)
+    names = set()
+    for key, family in metrics['families'].items():
+        at = '%s.families.%s' % (where, key)
+        _check_keys(at, family, FAMILY_KEYS, required=False)
+        missing = sorted(k for k in ('name', 'type', 'labels') if k not in family)
+        if missing:
+            raise ReleaseError('%s: %s lacks %s' % (TABLE_PATH, at, ', '.join(missing)))
+        if family['labels'] not in metrics['label_sets']:
+            raise ReleaseError('%s: %s.labels %r is not a label_sets key%s; known: %s' % (
+                TABLE_PATH, at, family['labels'], _did_you_mean(family['labels'], metrics['label_sets']),
+                ', '.join(sorted(metrics['label_sets']))))
+        if not family['name'].startswith(metrics['prefix']):
+            raise ReleaseError('%s: %s.name %r does not start with the prefix %r' % (
+                TABLE_PATH, at, family['name'], metrics['prefix']))
+        if (family['type'] == 'histogram') != ('buckets' in family):
+            raise ReleaseError('%s: %s: a histogram (and only a histogram) lists its buckets' % (TABLE_PATH, at))
+        if family['type'] == 'counter' and not family['name'].endswith('_total'):
+            raise ReleaseError('%s: %s.name %r: a counter is exposed with _total (prometheus_client adds it)'
+                               % (TABLE_PATH, at, family['name']))
+        if family['name'] in names:
+            raise ReleaseError('%s: %s.name %r is listed twice' % (TABLE_PATH, at, family['name']))
+        names.add(family['name'])
 
 
 def load_table(data):
@@ -323,6 +368,8 @@ def load_table(data):
                 raise ReleaseError('%s: %s.defaults lacks %s' % (TABLE_PATH, where, ', '.join(missing)))
         for program, spec in (entry.get('host_programs') or {}).items():
             _check_keys('%s.host_programs.%s' % (where, program), spec, HOST_PROGRAM_KEYS)
+        if 'metrics' in entry:
+            _check_metrics(where + '.metrics', entry['metrics'])
         releases[version] = copy.deepcopy(entry)
     return dict(planner_families=families, architectures=architectures, releases=releases,
                 quantization_rules=ref_families['quantization'], parser_detection=ref_families['detection'])
@@ -338,8 +385,9 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
 
     Returns dict(version, source, planner_family (name or None), planner (that family's rules, with ``family``),
     flags, choices (option -> list; ``mamba_strategy`` from flags.mamba_choices), defaults, architectures (name sets
-    as frozensets, ``blackwell_gdn_backends`` as tuples), quantization (a quantization_rules family or None),
-    detection (a parser_detection family or None)).
+    as frozensets, ``blackwell_gdn_backends`` as tuples), host_programs, quantization (a quantization_rules family
+    or None), detection (a parser_detection family or None), metrics (the Prometheus metric families, or None where
+    that release's collectors were never read)).
 
     Refuses (ReleaseError) an unknown version, listing the known ones, and a version that lacks any kind of rules in
     ``need``, saying what is missing and where to add it. The modules always need all three; ``need`` exists for
@@ -393,7 +441,8 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
     return dict(version=version, source=entry['source'], planner_family=family, planner=planner, flags=flags,
                 choices=choices, defaults=dict(entry['defaults']) if 'defaults' in entry else None,
                 host_programs=copy.deepcopy(entry.get('host_programs') or {}), architectures=architectures,
-                quantization=copy.deepcopy(quantization), detection=copy.deepcopy(detection))
+                quantization=copy.deepcopy(quantization), detection=copy.deepcopy(detection),
+                metrics=copy.deepcopy(entry['metrics']) if 'metrics' in entry else None)
 
 
 def check_choice(rel, option, value):

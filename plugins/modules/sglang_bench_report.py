@@ -20,6 +20,10 @@ description:
     accept length, % of the planner's decode roofline - an A-vs-B table, the gates, the smoke results),
     C(report.html) (the same with inline SVG charts - throughput vs concurrency, TTFT and ITL percentiles, A vs B -
     and no scripts or external assets) and C(summary.json) (rows and gates; usable as O(baseline_file) later).
+  - With C(server_metrics.json) in the directory (the Prometheus answers the sglang_benchmark role fetched for the
+    sweep's window), adds the server-side view - per series (running and queued requests, KV usage, accept length,
+    ...) the mean and max inside each run's window next to the client-side table, and a chart of each series over
+    the sweep with the runs shaded.
   - Evaluates O(thresholds) and the O(baseline_file) comparison and returns the failures with their numbers; it does
     not fail on them itself, so the caller can write everything first and then fail the play.
 author:
@@ -136,6 +140,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.llmops.inference.plugins.module_utils.bench_report import METRICS, build
+from ansible_collections.llmops.inference.plugins.module_utils.bench_server_view import sections
 from ansible_collections.llmops.inference.plugins.module_utils.json_files import read_json
 
 
@@ -192,6 +197,7 @@ def main():
     meta = load_json(module, os.path.join(folder, 'meta.json'))
     records = load_records(module, os.path.join(folder, 'runs.jsonl'))
     smoke = load_json(module, os.path.join(folder, 'smoke.json'), required=False)
+    server = load_json(module, os.path.join(folder, 'server_metrics.json'), required=False)
     baseline = None
     if p['baseline_file']:
         data = load_json(module, p['baseline_file'])
@@ -204,7 +210,7 @@ def main():
     if not meta.get('title'):
         meta['title'] = 'SGLang benchmark: %s on %s (%s)' % (meta.get('model'), meta.get('host'), meta.get('timestamp'))
     out = build(meta, records, p['thresholds'], baseline, p['baseline_max_regression_pct'], p['baseline_metrics'],
-                (smoke or {}).get('results'))
+                (smoke or {}).get('results'), sections(server, records) if server else None)
     paths = dict(report_md=os.path.join(folder, 'report.md'), report_html=os.path.join(folder, 'report.html'),
                  summary_json=os.path.join(folder, 'summary.json'))
     write(module, paths['report_md'], out['markdown'])

@@ -121,6 +121,12 @@ options:
     type: str
     choices: [auto, 'off']
     default: auto
+  counter_names:
+    description:
+      - The server's counter names for the accept length from C(/metrics) - C(generation_tokens) and C(verify_calls)
+        (C(llmops_deployment.metrics.names), the pinned release's). Empty (metrics off) skips C(/metrics).
+    type: dict
+    default: {}
   output_dir:
     description: Directory for C(<run_id>.jsonl) (the client's raw output) and C(<run_id>.log).
     type: path
@@ -249,11 +255,13 @@ class Server(object):
         except ValueError:
             return status, None
 
-    def counters(self):
+    def counters(self, names):
+        if not names:
+            return None
         status, text = self.call('GET', '/metrics')
         if status != 200:
             return None
-        return spec_counters(parse_prometheus(text))
+        return spec_counters(parse_prometheus(text), names)
 
 
 def pick_client(module):
@@ -305,6 +313,7 @@ def main():
             extra_args=dict(type='list', elements='str', default=[]),
             environment=dict(type='dict', default={}),
             accept_length=dict(type='str', choices=['auto', 'off'], default='auto'),
+            counter_names=dict(type='dict', default={}),
             output_dir=dict(type='path', required=True),
             run_id=dict(type='str', required=True),
             labels=dict(type='dict', default={}),
@@ -336,7 +345,7 @@ def main():
     if info_status != 200:
         notes.append('no /server_info (HTTP %s): not an SGLang server, no accept length or server arguments' % info_status)
     if p['accept_length'] == 'auto' and spec:
-        counters_before = server.counters()
+        counters_before = server.counters(p['counter_names'])
         status, text = server.call('POST', '/set_internal_state', accept_reset_body(before_info))
         reset_ok = status == 200 and '"updated":true' in text.replace(' ', '')
         if not reset_ok:
@@ -366,7 +375,7 @@ def main():
                          % (p['python'], client, rc, p['run_id'], log_file, tail), **base)
 
     after_status, after_info = server.json('/server_info')
-    counters_after = server.counters() if spec and p['accept_length'] == 'auto' else None
+    counters_after = server.counters(p['counter_names']) if spec and p['accept_length'] == 'auto' else None
     value, source, note = choose_accept_length(spec, accept_from_counters(counters_before, counters_after), reset_ok,
                                                after_info, raw.get('accept_length'))
     metrics = metrics_of(raw)

@@ -459,6 +459,138 @@ ROLE_OPTIONS = json.loads(r'''
    "type": "bool"
   }
  },
+ "monitoring": {
+  "_facts": [
+   "monitoring_result"
+  ],
+  "monitoring_alert_for": {
+   "default": {
+    "accept_length_min": "15m",
+    "down": "1m",
+    "http_5xx_ratio": "5m",
+    "itl_p99_seconds": "10m",
+    "kv_cache_usage": "5m",
+    "queue_depth": "5m",
+    "retractions": "0s",
+    "ttft_p99_seconds": "10m"
+   },
+   "type": "dict"
+  },
+  "monitoring_alertmanagers": {
+   "default": [],
+   "elements": "str",
+   "type": "list"
+  },
+  "monitoring_dashboard_title": {
+   "default": "SGLang servers (llmops.inference)",
+   "type": "str"
+  },
+  "monitoring_dashboard_uid": {
+   "default": "llmops-sglang",
+   "type": "str"
+  },
+  "monitoring_evaluation_interval": {
+   "default": "15s",
+   "type": "str"
+  },
+  "monitoring_extra_rule_files": {
+   "default": [],
+   "elements": "str",
+   "type": "list"
+  },
+  "monitoring_extra_rule_groups": {
+   "default": [],
+   "elements": "dict",
+   "type": "list"
+  },
+  "monitoring_extra_scrape_configs": {
+   "default": [],
+   "elements": "dict",
+   "type": "list"
+  },
+  "monitoring_grafana_dashboards_dir": {
+   "default": "",
+   "type": "str"
+  },
+  "monitoring_install_prometheus": {
+   "default": true,
+   "type": "bool"
+  },
+  "monitoring_job_name": {
+   "default": "sglang",
+   "type": "str"
+  },
+  "monitoring_prometheus_config_file": {
+   "default": "/etc/prometheus/prometheus.yml",
+   "type": "str"
+  },
+  "monitoring_prometheus_reload": {
+   "choices": [
+    "systemd",
+    "http",
+    "none"
+   ],
+   "default": "systemd",
+   "type": "str"
+  },
+  "monitoring_prometheus_service": {
+   "default": "prometheus",
+   "type": "str"
+  },
+  "monitoring_prometheus_timeout": {
+   "default": 60,
+   "type": "int"
+  },
+  "monitoring_prometheus_url": {
+   "default": "http://127.0.0.1:9090",
+   "type": "str"
+  },
+  "monitoring_promtool": {
+   "default": "promtool",
+   "type": "str"
+  },
+  "monitoring_rate_window": {
+   "default": "5m",
+   "type": "str"
+  },
+  "monitoring_render_root": {
+   "default": "",
+   "type": "str"
+  },
+  "monitoring_rules_dir": {
+   "default": "/etc/prometheus/rules",
+   "type": "str"
+  },
+  "monitoring_rules_file_name": {
+   "default": "llmops-sglang.rules.yml",
+   "type": "str"
+  },
+  "monitoring_scrape_interval": {
+   "default": "15s",
+   "type": "str"
+  },
+  "monitoring_sglang_hosts": {
+   "default": "{{ groups['sglang_servers'] | default([]) }}",
+   "elements": "str",
+   "type": "list"
+  },
+  "monitoring_target_addresses": {
+   "default": {},
+   "type": "dict"
+  },
+  "monitoring_thresholds": {
+   "default": {
+    "accept_length_min": null,
+    "http_5xx_ratio": 0.05,
+    "itl_p99_seconds": 0.2,
+    "kv_cache_usage": 0.95,
+    "queue_depth": null,
+    "retractions": 0,
+    "ttft_p99_seconds": 10
+   },
+   "type": "dict"
+  }
+ },
  "sglang_benchmark": {
   "_facts": [
    "sglang_benchmark_result"
@@ -564,6 +696,14 @@ ROLE_OPTIONS = json.loads(r'''
    "default": 15,
    "type": "int"
   },
+  "sglang_benchmark_prometheus_selector": {
+   "default": "llmops_host=\"{{ inventory_hostname }}\"",
+   "type": "str"
+  },
+  "sglang_benchmark_prometheus_url": {
+   "default": "",
+   "type": "str"
+  },
   "sglang_benchmark_prompts_per_concurrency": {
    "default": 4,
    "type": "int"
@@ -628,6 +768,16 @@ ROLE_OPTIONS = json.loads(r'''
   "sglang_benchmark_server_role": {
    "default": "llmops.inference.sglang_server",
    "type": "str"
+  },
+  "sglang_benchmark_server_series": {
+   "default": [],
+   "elements": "dict",
+   "type": "list"
+  },
+  "sglang_benchmark_server_series_extra": {
+   "default": [],
+   "elements": "dict",
+   "type": "list"
   },
   "sglang_benchmark_smoke": {
    "default": true,

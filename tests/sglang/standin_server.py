@@ -9,6 +9,12 @@ SGLang's Bearer auth (paths starting /health or /metrics are exempt, as in srt/u
 texts SGLang, PyTorch, uvicorn and NCCL print (see shared notes and sglang 0.5.23's source); stdout is flushed per
 line so journald sees each one when it is printed.
 
+With --enable-metrics it also serves /metrics as SGLang does (no API key needed): the metric families of the pinned
+release's table (the `metrics:` section of profiles/sglang_releases.yml as JSON, in SGLANG_STANDIN_METRICS) in the
+text format SGLang's prometheus_client multiprocess collector writes, with the values of the stand-in's simulated
+state: the figures of the replayed start-up log, an idle scheduler after SGLang's one warm-up request, and the HTTP
+requests it really answered (tests/sglang/test_parser.py compares it with SGLang's own collectors).
+
 Scenarios: healthy (default), mtp_radix, mamba_no_buffer, not_enough_memory, mamba_memory, nvml_mismatch, cuda_803,
 cuda_35, stall,
 port_in_use (the port is really bound first: any busy port fails the same way), crash_after_ready.
@@ -16,6 +22,7 @@ Env: SGLANG_STANDIN_SCENARIO, SGLANG_STANDIN_DELAY (seconds between lines, defau
      SGLANG_STANDIN_WORDING (0.5.23 default; "apr" prints "Init torch distributed begin."),
      SGLANG_STANDIN_STARTUP_LOG (the start-up lines replayed: 0.5.23's format strings with known numbers, default
      /opt/standin/share/sglang-startup.log, else tests/fixtures/sglang_startup/ of the checkout).
+     SGLANG_STANDIN_METRICS (JSON file: the release's metrics table; /metrics answers 500 without it).
 Stdlib only (python3 >= 3.6). No shebang in the repository (sanity rules); the molecule prepare step installs it
 with "#!/usr/bin/python3" as /opt/standin/bin/sglang-standin.
 """
@@ -35,6 +42,9 @@ except ImportError:  # pragma: no cover
     raise
 
 STATE = {'ready': False}
+# (endpoint, method, status) -> count: what the stand-in answered, for sglang:http_requests/responses_total.
+HTTP_COUNTS = {}
+HTTP_LOCK = threading.Lock()
 
 
 def log(text, rank=None):
@@ -64,6 +74,8 @@ def parse(argv):
     parser.add_argument('--tp-size', type=int, default=1)
     parser.add_argument('--context-length', type=int, default=262144)
     parser.add_argument('--max-running-requests', type=int, default=48)
+    parser.add_argument('--enable-metrics', action='store_true')
+    parser.add_argument('--speculative-algorithm')
     args, rest = parser.parse_known_args(argv)
     if args.config:
         # SGLang reads --config with yaml.safe_load; the role writes JSON, which is YAML. "key: value" lines too.
@@ -118,6 +130,114 @@ def stamp(line):
     return re.sub(r'^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d', '[' + time.strftime('%Y-%m-%d %H:%M:%S'), line)
 
 
+def _number(value):
+    """A sample value as prometheus_client writes it (repr of the float, +Inf)."""
+    value = float(value)
+    if value == float('inf'):
+        return '+Inf'
+    return repr(value)
+
+
+def _labels(pairs):
+    return '{%s}' % ','.join('%s="%s"' % (k, str(v).replace('\\', '\\\\').replace('"', '\\"'))
+                             for k, v in sorted(pairs.items()))
+
+
+# What the replayed start-up lines state (main() fills it): the /metrics gauges report the same figures.
+STARTUP_FIGURES = {}
+
+
+def startup_figures(lines):
+    """tokens, weights (rank 0's target + draft GB), kv (the target pool's K + V GB), graph (first graph's GB)."""
+    out = dict(weights=0.0)
+    for line in lines:
+        if not re.match(r'^\[[^\]]* TP0\]', line):
+            continue
+        load = re.search(r'Load weight end\..*mem usage=([0-9.]+) GB', line)
+        kv = re.search(r'KV Cache is allocated\..*K size: ([0-9.]+) GB, V size: ([0-9.]+) GB', line)
+        graph = re.search(r'CUDA graph end\..*mem usage=([0-9.]+) GB', line)
+        tokens = re.search(r'max_total_num_tokens=(\d+)', line)
+        if load:
+            out['weights'] = round(out['weights'] + float(load.group(1)), 2)
+        elif kv and 'kv' not in out:
+            out['kv'] = round(float(kv.group(1)) + float(kv.group(2)), 2)
+        elif graph and 'graph' not in out:
+            out['graph'] = float(graph.group(1))
+        elif tokens:
+            out['tokens'] = int(tokens.group(1))
+    return out
+
+
+def simulated_state(args):
+    """meaning -> value, or a list of (extra labels, value): SGLang after the replayed start-up and its warm-up
+    request (http_server.py _execute_server_warmup: one request, max_new_tokens 8). Families SGLang has not
+    created yet (no retraction, no abort so far) are absent, as they are from its /metrics."""
+    spec = bool(args.speculative_algorithm)
+    # The figures of the replayed start-up log (its KV tokens, weights, K + V and target-verify graph memory).
+    fig = STARTUP_FIGURES
+    state = dict(running_requests=0, queued_requests=0, generation_throughput=0.0, cache_hit_rate=0.0,
+                 token_usage=0.0, kv_usage=0.0, mamba_usage=0.0, kv_used_tokens=0,
+                 kv_capacity_tokens=fig.get('tokens', 0), weight_memory_gb=fig.get('weights', 0.0),
+                 kv_cache_memory_gb=fig.get('kv', 0.0),
+                 graph_memory_gb=[(dict(phase='target_verify'), fig.get('graph', 0.0))],
+                 context_length=int(args.context_length))
+    warm = dict(is_streaming='false')
+    state.update(requests=[(warm, 1)], prompt_tokens=[(warm, 6)], generation_tokens=[(warm, 8)],
+                 ttft_seconds=[(warm, [0.25])], e2e_seconds=[(warm, [0.61])], itl_seconds=[0.05] * 7)
+    if spec:
+        # 8 tokens in 3 verify forwards: accept length 2.67; 1.67 of 3 drafts accepted per forward.
+        state.update(verify_calls=3, accept_length=8 / 3.0, accept_rate=(8 / 3.0 - 1) / 3)
+    return state
+
+
+def exposition(catalogue, args):
+    """/metrics text: every family of the release's table the simulated state has a value for."""
+    served = args.served_model_name or args.model_path
+    base = dict(scheduler=dict(model_name=served, engine_type='unified', tp_rank=0, pp_rank=0, moe_ep_rank=0),
+                tokenizer=dict(model_name=served, engine_type='unified'), http={})
+    state = simulated_state(args)
+    with HTTP_LOCK:
+        counts = dict(HTTP_COUNTS)
+    requests, responses = {}, {}
+    for (endpoint, method, status), count in counts.items():
+        requests[(endpoint, method)] = requests.get((endpoint, method), 0) + count
+        responses[(endpoint, method, status)] = count
+    state['http_requests'] = [(dict(endpoint=e, method=m), c) for (e, m), c in sorted(requests.items())]
+    state['http_responses'] = [(dict(endpoint=e, method=m, status_code=str(s)), c)
+                               for (e, m, s), c in sorted(responses.items())]
+    lines = []
+    for key, family in sorted(catalogue['families'].items()):
+        if key not in state or (isinstance(state[key], list) and not state[key]):
+            continue
+        name, kind = family['name'], family['type']
+        common = dict((k, v) for k, v in base.get(family['labels'], {}).items()
+                      if k in catalogue['label_sets'][family['labels']])
+        value = state[key]
+        series = value if isinstance(value, list) and (not value or isinstance(value[0], tuple)) else [({}, value)]
+        lines.append('# HELP %s %s (llmops stand-in)' % (name, key.replace('_', ' ')))
+        lines.append('# TYPE %s %s' % (name, kind))
+        for extra, sample in series:
+            labels = dict(common, **extra)
+            if kind != 'histogram':
+                lines.append('%s%s %s' % (name, _labels(labels), _number(sample)))
+                continue
+            values = sample
+            for bound in list(family['buckets']) + [float('inf')]:
+                below = len([v for v in values if v <= bound])
+                lines.append('%s_bucket%s %s' % (name, _labels(dict(labels, le=_number(bound))), _number(below)))
+            lines.append('%s_count%s %s' % (name, _labels(labels), _number(len(values))))
+            lines.append('%s_sum%s %s' % (name, _labels(labels), _number(sum(values))))
+    return '\n'.join(lines) + '\n'
+
+
+def load_catalogue():
+    path = os.environ.get('SGLANG_STANDIN_METRICS')
+    if not path:
+        return None
+    with open(path) as stream:
+        return json.load(stream)
+
+
 def make_handler(args):
     served = args.served_model_name or args.model_path
 
@@ -130,13 +250,17 @@ def make_handler(args):
             status = values[1] if len(values) > 1 else ''
             raw('INFO:     %s:%d - "%s" %s' % (self.client_address[0], self.client_address[1], self.requestline, status))
 
-        def _send(self, code, body):
-            data = json.dumps(body).encode()
+        def _send(self, code, body, content_type='application/json'):
+            data = body.encode() if content_type.startswith('text/') else json.dumps(body).encode()
             self.send_response(code)
-            self.send_header('Content-Type', 'application/json')
+            self.send_header('Content-Type', content_type)
             self.send_header('Content-Length', str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+            if STATE['ready']:
+                key = (self.path.split('?')[0], self.command, code)
+                with HTTP_LOCK:
+                    HTTP_COUNTS[key] = HTTP_COUNTS.get(key, 0) + 1
 
         def do_GET(self):  # noqa: N802 -- http.server API
             path = self.path.split('?')[0]
@@ -151,6 +275,14 @@ def make_handler(args):
                 return self._send(200, {'object': 'list', 'data': [{'id': served, 'object': 'model', 'owned_by': 'sglang',
                                                                     'root': served,
                                                                     'max_model_len': args.context_length}]})
+            if path == '/metrics':
+                # SGLang mounts /metrics only with --enable-metrics (srt/utils/common.py add_prometheus_middleware).
+                if not args.enable_metrics:
+                    return self._send(404, {'detail': 'Not Found'})
+                catalogue = load_catalogue()
+                if catalogue is None:
+                    return self._send(500, {'error': 'stand-in: SGLANG_STANDIN_METRICS (the release metrics table) is not set'})
+                return self._send(200, exposition(catalogue, args), 'text/plain; version=0.0.4; charset=utf-8')
             if path in ('/model_info', '/get_model_info'):
                 return self._send(200, {'model_path': args.model_path, 'is_generation': True,
                                         'architectures': ['Qwen3_5MoeForConditionalGeneration']})
@@ -223,6 +355,7 @@ def main():
     threading.Thread(target=server.serve_forever, daemon=True).start()
 
     startup = startup_lines(args, begin)
+    STARTUP_FIGURES.update(startup_figures(startup))
     # The parallel-init lines (every rank), then the rest up to the last weight-load line, then the pools and graphs.
     parallel = [i for i, line in enumerate(startup) if begin in line]
     loaded = max([i for i, line in enumerate(startup) if 'Load weight end.' in line] or [len(startup) - 1])
@@ -257,6 +390,11 @@ def main():
     raw('INFO:     Application startup complete.')
     raw('INFO:     Uvicorn running on http://%s:%d (Press CTRL+C to quit)' % (args.host, int(args.port)))
     pause(delay)
+    with HTTP_LOCK:
+        # SGLang's own start-up requests went through its HTTP middleware: GET /model_info, then the warm-up (a
+        # chat completion for a multimodal architecture; entrypoints/http_server.py _execute_server_warmup).
+        HTTP_COUNTS[('/model_info', 'GET', 200)] = 1
+        HTTP_COUNTS[('/v1/chat/completions', 'POST', 200)] = 1
     STATE['ready'] = True
     log('The server is fired up and ready to roll!')
     if scenario == 'crash_after_ready':

@@ -4,7 +4,7 @@
 """Every command line sglang_flags renders must pass the real parser of the installed SGLang; known-bad ones must not;
 and the release table's facts for the installed release (profiles/sglang_releases.yml: its argparse choices, the
 mamba flag and its choices, the host programs' messages) must be that release's own. The wording the pre-checks
-quote and every log line the collection matches: test_log_catalogue.py (run after this file).
+quote and every log line the collection matches (and the Prometheus metric families here): test_log_catalogue.py (run after this file).
 
 Run with the python of the lab SGLang venv (tests/bench/setup-bench-venv.sh: the full sglang==<pin>; no GPU needed):
   tests/sglang/run-parser-tests.sh            (builds/reuses the venv, then runs this file)
@@ -170,6 +170,125 @@ def architectures_match_source(release):
     ours = set(arch['blackwell_gdn_backends'].get('10', ()))
     out.append(('blackwell_gdn_backends 10', ours == set(HYBRID_GDN_SM100_BACKENDS),
                 'table %s, HYBRID_GDN_SM100_BACKENDS %s' % (sorted(ours), sorted(HYBRID_GDN_SM100_BACKENDS))))
+    return out
+
+
+def parse_exposition(text):
+    """family -> dict(type, samples [(sample name, labels dict)]) of a Prometheus text exposition."""
+    families, current = {}, None
+    for line in text.splitlines():
+        if line.startswith('# TYPE '):
+            name, kind = line.split()[2:4]
+            current = families.setdefault(name, dict(type=kind, samples=[]))
+            continue
+        if not line.strip() or line.startswith('#'):
+            continue
+        match = re.match(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+\S+$', line)
+        assert match, 'not a sample line: %r' % line
+        labels = dict(re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"', match.group(2) or ''))
+        name = match.group(1)
+        family = families.get(name) or families.get(re.sub(r'_(bucket|sum|count)$', '', name)) or current
+        family['samples'].append((name, labels))
+    return families
+
+
+def family_shape(family):
+    """(type, label names of the samples (without le), bucket bounds) of one parsed family."""
+    names = set()
+    bounds = set()
+    for sample, labels in family['samples']:
+        names.add(tuple(sorted(k for k in labels if k != 'le')))
+        if sample.endswith('_bucket'):
+            bounds.add(float(labels['le']))
+    return family['type'], names, sorted(bounds)
+
+
+def metrics_match_source(release):
+    """(name, ok, detail) per metric family of the table against the /metrics text of the installed release's own
+    collectors (tests/sglang/sglang_metrics_exposition.py), and the lab stand-in's /metrics against both."""
+    import json
+    import socket
+    import subprocess
+    import time
+    from urllib.request import urlopen
+    table = release['metrics']
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, 'tests', 'sglang', 'sglang_metrics_exposition.py')],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    if proc.returncode != 0:
+        return [('metrics exposition of the installed release', False, proc.stderr[-800:])]
+    real = parse_exposition(proc.stdout)
+    out = []
+    foreign = sorted(n for n in real if not n.startswith(table['prefix']))
+    out.append(('metrics prefix %r' % table['prefix'], not foreign and bool(real),
+                '%d families, none without the prefix' % len(real) if not foreign else 'without it: %s' % foreign))
+    for key, family in sorted(table['families'].items()):
+        name = family['name']
+        if name not in real:
+            out.append(('metric %s (%s)' % (key, name), False, 'not exposed by the release\'s own collectors'))
+            continue
+        kind, labelsets, bounds = family_shape(real[name])
+        expected = tuple(sorted(set(table['label_sets'][family['labels']]) | set(family.get('extra_labels') or [])))
+        problems = []
+        if kind != family['type']:
+            problems.append('type %s, table %s' % (kind, family['type']))
+        if labelsets != {expected}:
+            problems.append('labels %s, table %s' % (sorted(labelsets), expected))
+        if family['type'] == 'histogram' and bounds != sorted(float(b) for b in family['buckets'] + [float('inf')]):
+            problems.append('buckets %s, table %s' % (bounds, family['buckets']))
+        out.append(('metric %s (%s)' % (key, name), not problems, '; '.join(problems) or '%s %s' % (kind, expected)))
+
+    # The monitoring role's dashboard and rules, rendered from the table, read only what these collectors expose.
+    from ansible_collections.llmops.inference.plugins.module_utils import monitoring_dashboard, promql
+    sys.path.insert(0, os.path.join(ROOT, 'tests', 'monitoring'))
+    import render_fixture  # pylint: disable=import-error
+    names = dict((key, family['name']) for key, family in table['families'].items())
+    histograms = set(n for n, f in real.items() if f['type'] == 'histogram')
+    exprs = [expr for dummy, expr in monitoring_dashboard.queries(monitoring_dashboard.dashboard(names))]
+    rendered = render_fixture.build('/rules.yml')
+    exprs += [rule['expr'] for group in rendered['rules']['groups'] for rule in group['rules']]
+    read = set(promql.family_of(n, histograms) for expr in exprs for n in promql.metric_names(expr))
+    read = set(n for n in read if n != 'up' and not n.startswith('llmops:'))
+    out.append(('dashboard and rules read metrics of this release', bool(read) and read <= set(real),
+                '%d metrics, not exposed: %s' % (len(read), sorted(read - set(real)))))
+
+    # The stand-in (tests/sglang/standin_server.py) serves the same families in the same shape.
+    with tempfile.TemporaryDirectory() as tmp:
+        catalogue = os.path.join(tmp, 'metrics.json')
+        with open(catalogue, 'w') as stream:
+            json.dump(table, stream)
+        sock = socket.socket()
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+        sock.close()
+        env = dict(os.environ, SGLANG_STANDIN_DELAY='0', SGLANG_STANDIN_METRICS=catalogue)
+        standin = subprocess.Popen([sys.executable, os.path.join(ROOT, 'tests', 'sglang', 'standin_server.py'),
+                                    '--model-path', '/m', '--port', str(port), '--enable-metrics',
+                                    '--speculative-algorithm', 'EAGLE'], env=env, stdout=subprocess.DEVNULL)
+        text = None
+        try:
+            for dummy in range(100):
+                try:
+                    text = urlopen('http://127.0.0.1:%d/metrics' % port, timeout=2).read().decode()
+                    break
+                except (IOError, OSError):
+                    time.sleep(0.1)
+        finally:
+            standin.terminate()
+            standin.wait()
+    if text is None:
+        return out + [('stand-in /metrics', False, 'no answer on port %d' % port)]
+    mine = parse_exposition(text)
+    by_name = dict((f['name'], k) for k, f in table['families'].items())
+    # A fresh server has retracted and aborted nothing: SGLang creates those series at the first event.
+    wanted = set(by_name) - set(table['families'][k]['name'] for k in ('retracted_requests', 'aborted_requests'))
+    missing = sorted(wanted - set(mine))
+    out.append(('stand-in /metrics serves the table', not missing and set(mine) <= set(by_name),
+                'missing %s, extra %s' % (missing, sorted(set(mine) - set(by_name))) if missing or not set(mine) <= set(
+                    by_name) else '%d families' % len(mine)))
+    for name in sorted(set(mine) & set(real)):
+        ok = family_shape(mine[name]) == family_shape(real[name])
+        out.append(('stand-in %s' % name, ok, '' if ok else 'stand-in %s, SGLang %s' % (
+            family_shape(mine[name]), family_shape(real[name]))))
     return out
 
 
@@ -340,7 +459,8 @@ def main():
     srt = os.path.join(os.path.dirname(sglang.__file__), 'srt')
     for name, ok, detail in (table_matches_parser(release) + architectures_match_source(release) +
                              release_rules.quantization_rules_match_source(release, srt) +
-                             release_rules.detection_matches_sglang(release) + quant_checks):
+                             release_rules.detection_matches_sglang(release) + quant_checks +
+                             metrics_match_source(release)):
         print('%s table: %s (%s)' % ('PASS' if ok else 'FAIL', name, detail))
         passed, failed = passed + ok, failed + (not ok)
     # The role's launcher hands the API keys to SGLang as a --config file: the pinned release must read them from it.

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # playbooks/plan.yml end to end (`make plan`): the example inventory passes and writes its reports and the exact
 # artefacts the deploy would write (the SGLang unit, its EnvironmentFile with secrets redacted, the GPU split plan,
-# the LXC lines); for every host of the example (also with the H200 profile) and of inventory_layers (a setting on
-# every layer: profile, group, host, extra vars) the plan and the rendered unit describe the same server
-# (check_consistency.py); an override that cannot load (122B BF16 at TP2) fails with a report and no unit. The
-# refusals of bad inputs are the bad_inputs target's.
+# the LXC lines, the Prometheus scrape config, rules and Grafana dashboard); for every host of the example (also with
+# the H200 profile) and of inventory_layers (a setting on every layer: profile, group, host, extra vars) the plan and
+# the rendered unit describe the same server (check_consistency.py); an override that cannot load (122B BF16 at TP2)
+# fails with a report and no unit. The refusals of bad inputs are the bad_inputs target's.
 # Runs under `ansible-test integration --local plan_playbook` and by hand.
 set -eux
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -87,6 +87,26 @@ assert not any(n in nodes for n in ('/dev/nvidia4', '/dev/nvidia5', '/dev/nvidia
 PY
 
 "$python" "$here/check_consistency.py" "$out/ok"
+
+# The monitoring files of the same run (the monitoring role's render): promtool accepts the rules, and the alerts
+# state the plan's numbers (queue depth = the planned max_running_requests, the MTP floor = half the profile's
+# expected accept length).
+command -v promtool >/dev/null || apt-get install -y -q --no-install-recommends prometheus >/dev/null
+promtool check rules "$out/ok/monitoring/prometheus/rules/llmops-sglang.rules.yml"
+"$python" - "$out/ok" <<'PY'
+import json, os, sys
+top = sys.argv[1]
+plan = json.load(open(os.path.join(top, 'sglang-ct', 'plan.json')))['plan']
+rules = open(os.path.join(top, 'monitoring', 'prometheus', 'rules', 'llmops-sglang.rules.yml')).read()
+assert 'sglang:num_queue_reqs{job="sglang",llmops_host="sglang-ct"}) > %d' % plan['max_running_requests'] in rules, rules
+assert 'llmops:sglang_accept_length:rate5m{llmops_host="sglang-ct"} < 1.55' in rules, rules
+config = open(os.path.join(top, 'monitoring', 'prometheus', 'prometheus.yml')).read()
+assert '127.0.0.1:30000' in config and 'llmops_host: sglang-ct' in config, config
+board = json.load(open(os.path.join(top, 'monitoring', 'grafana', 'llmops-sglang.json')))
+assert board['uid'] == 'llmops-sglang' and len(board['panels']) == 9, board['panels']
+summary = open(os.path.join(top, 'monitoring', 'monitoring.md')).read()
+assert '| sglang-ct | 127.0.0.1:30000 | SGLangQueueDepthHigh | 22 | plan max_running_requests | 5m |' in summary, summary
+PY
 
 # The symptom of issue #13: on H200 the plan said 48 running requests (SGLang's speculative default) and the unit 83.
 # One resolution: the plan and the unit state the same number, the one the mamba pool holds, not the default.

@@ -9,7 +9,10 @@
 #   chromium    report.html rendered headless: inline SVG charts, a non-blank screenshot with the chart colours;
 #   gates       an impossible threshold and a 100x baseline fail the play with the numbers;
 #   smoke-fail  the smoke entry point with a wrong served name fails, naming the feature and showing the answer;
-#   no leak     the API key is in no log and no result file.
+#   no leak     the API key is in no log and no result file;
+#   monitoring  (in main) the monitoring role installs its promtool-checked files into a real Prometheus (Debian's
+#               package, lifecycle reload) that scrapes the SGLang stand-in's /metrics and llama.cpp every second during
+#               the sweep; the report has the server-side view; (alerts) SGLangTargetDown fires once the stand-in stops.
 # Runs under `ansible-test integration --local sglang_benchmark` and by hand:
 #   tests/integration/targets/sglang_benchmark/runme.sh
 # Cold (first run on a machine): ~9 min for the one SGLang venv (11 GB), ~15 s overlay, ~1 min tiny model, ~30 s chromium;
@@ -26,11 +29,19 @@ command -v ansible-playbook >/dev/null 2>&1 || export PATH="$root/.venv/bin:$PAT
 log() { printf '[sglang_benchmark-it %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 started=${SECONDS}
 state="$(mktemp -d "${TMPDIR:-/var/tmp}/sglang_bench_it.XXXXXX")"
+cpu_s() {  # user+system CPU seconds of a running process (/proc/<pid>/stat fields 14 and 15, in clock ticks)
+    awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo "?"
+}
 cleanup() {
-    if [ -f "${state}/server.pid" ]; then
-        kill "$(cat "${state}/server.pid")" 2>/dev/null || true
-        sleep 1
+    if [ -f "${state}/prometheus.pid" ]; then
+        log "monitoring lab CPU: prometheus $(cpu_s "$(cat "${state}/prometheus.pid")") s"
     fi
+    for pidfile in server.pid standin.pid prometheus.pid; do
+        if [ -f "${state}/${pidfile}" ]; then
+            kill "$(cat "${state}/${pidfile}")" 2>/dev/null || true
+        fi
+    done
+    sleep 1
     if [ "${SGLANG_BENCH_IT_KEEP:-0}" = 1 ]; then
         log "kept ${state}"
     else
@@ -44,6 +55,12 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 \
         || { apt-get update >/dev/null && apt-get install -y --no-install-recommends chromium >/dev/null; }
 fi
+# Debian's prometheus package: promtool checks the monitoring role's files, and a real Prometheus scrapes the lab.
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+    log "installing Debian's prometheus for the monitoring case"
+    apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 \
+        || { apt-get update >/dev/null && apt-get install -y --no-install-recommends prometheus >/dev/null; }
+fi
 log "lab: the SGLang venv of the ${root}/profiles/sglang.yml pin (cached; cold ~11 GB), its llama.cpp overlay and the tiny model"
 lab="$("${root}/tests/bench/setup-lab.sh")"
 bench_python="$(sed -n 's/^BENCH_PYTHON=//p' <<<"${lab}")"
@@ -53,6 +70,28 @@ log "ready after $((SECONDS - started)) s: client ${bench_python}, lab ${lab_pyt
 
 key="lab-$("${lab_python}" -c 'import secrets; print(secrets.token_hex(16))')"
 port="$("${lab_python}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+# The monitoring case: the SGLang stand-in (tests/sglang/standin_server.py, /metrics in the pinned release's names and
+# format) stands in for the SGLang server's metrics endpoint while llama.cpp serves the benchmark, and a real
+# Prometheus (started empty, with its lifecycle API; the monitoring role installs its files and reloads it) scrapes
+# both every second during the benchmark.
+free_port() { "${lab_python}" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+standin_port="$(free_port)"
+prometheus_port="$(free_port)"
+"${lab_python}" - "${root}/profiles/sglang_releases.yml" "${root}/profiles/sglang.yml" "${state}/standin-metrics.json" <<'PY'
+import json, sys, yaml
+table, pin = yaml.safe_load(open(sys.argv[1])), yaml.safe_load(open(sys.argv[2]))['version']
+json.dump(table['releases'][pin]['metrics'], open(sys.argv[3], 'w'))
+PY
+SGLANG_STANDIN_DELAY=0 SGLANG_STANDIN_METRICS="${state}/standin-metrics.json" python3 "${root}/tests/sglang/standin_server.py" \
+    --model-path "${tiny_model}" --served-model-name lab-standin --port "${standin_port}" --enable-metrics \
+    --speculative-algorithm NEXTN >"${state}/standin.log" 2>&1 &
+echo $! >"${state}/standin.pid"
+mkdir -p "${state}/prometheus/rules" "${state}/grafana"
+printf 'global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n' >"${state}/prometheus/prometheus.yml"
+prometheus --config.file="${state}/prometheus/prometheus.yml" --storage.tsdb.path="${state}/prometheus/data" \
+    --web.listen-address="127.0.0.1:${prometheus_port}" --web.enable-lifecycle --log.level=warn \
+    >"${state}/prometheus.log" 2>&1 &
+echo $! >"${state}/prometheus.pid"
 # Modules on localhost run with the interpreter that runs ansible-playbook (the tool venv, or ansible-test's).
 controller_python="$(dirname "$(command -v ansible-playbook)")/python"
 [ -x "${controller_python}" ] || controller_python="$(command -v python3)"
@@ -79,6 +118,8 @@ llmops_host_sev_snp: true
 llmops_sglang_venv: ${bench_venv}
 llmops_sglang_launcher: [${lab_python}, ${root}/tests/bench/openai_server.py]
 llmops_parser_python: ${bench_python}
+lab_standin_port: ${standin_port}
+lab_prometheus_url: http://127.0.0.1:${prometheus_port}
 llmops_variants:
   - name: mtp
     description: as deployed (NEXTN 3/1/4, 4 llama.cpp slots)
@@ -109,6 +150,20 @@ done
 progress_lines="$(grep -c '^\[localhost\] run ' "${state}/main.log" || true)"
 log "progress lines printed during the runs: ${progress_lines}"
 sed -n '/^## Results/,/^TTFT =/p' "${results}/report.md" >&2
+sed -n '/^## Server-side view/,/^$/{p}' "${results}/report.md" | head -n 4 >&2
+grep -E '^\| [A-Za-z. ]+ .*\| `' "${results}/report.md" | cut -c1-200 >&2 || true
+
+log "case alerts: the real Prometheus fires SGLangTargetDown once the stand-in stops"
+alerts_started=${SECONDS}
+log "stand-in CPU until now: $(cpu_s "$(cat "${state}/standin.pid")") s"
+if ! /usr/bin/time -f 'alerts play: %e s wall, %U s user, %S s sys' -a -o "${state}/alerts.time" \
+        ansible-playbook -i "${state}/inventory" -e "@${state}/lab.yml" "${here}/alerts.yml" -v >"${state}/alerts.log" 2>&1; then
+    grep -v '^<localhost>' "${state}/alerts.log" | tail -n 40
+    log "FAIL: case alerts"
+    exit 1
+fi
+grep -o 'CASE alerts: [^"]*' "${state}/alerts.log" | head -n 1 >&2
+log "case alerts took $((SECONDS - alerts_started)) s ($(cat "${state}/alerts.time"))"
 
 log "case chromium: headless render of report.html"
 "${lab_python}" "${root}/tests/bench/check_report_screenshot.py" "${results}/report.html" "${state}/screenshot.png" --min-charts 4

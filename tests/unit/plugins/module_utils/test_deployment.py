@@ -204,3 +204,18 @@ def test_a_broken_lock_is_refused_with_its_file(tmp_path):
     problems = _resolve(request, Loader())[1]
     message = problems.message()
     assert str(tmp_path / 'llmops-lock.yml') + ': hosts.ct-t' in message and '40 lower-case hex' in message
+
+
+def test_metrics_are_on_by_default_with_the_release_names():
+    d = resolve()
+    assert '--enable-metrics' in d['argv']
+    assert d['settings']['enable_metrics'] == dict(value=True, source='collection default')
+    metrics = d['metrics']
+    assert metrics['enabled'] is True and metrics['path'] == '/metrics' and metrics['prefix'] == 'sglang:'
+    assert metrics['url'] == d['http']['url'] + '/metrics'
+    assert metrics['names']['running_requests'] == 'sglang:num_running_reqs'
+    assert metrics['names']['verify_calls'] == 'sglang:spec_verify_calls_total'
+    # The opt-out: no flag, and the object says so (the names stay: they describe the release).
+    off = resolve(llmops_enable_metrics=False)
+    assert '--enable-metrics' not in off['argv'] and off['metrics']['enabled'] is False
+    assert off['settings']['enable_metrics']['value'] is False

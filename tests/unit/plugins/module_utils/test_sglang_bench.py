@@ -54,11 +54,14 @@ def test_request_body_turns_thinking_off_for_chat_backends_only():
 
 
 def test_prometheus_and_counter_delta():
-    before = sb.spec_counters(sb.parse_prometheus(METRICS_BEFORE))
-    after = sb.spec_counters(sb.parse_prometheus(METRICS_AFTER))
+    names = dict(generation_tokens='sglang:generation_tokens_total', verify_calls='sglang:spec_verify_calls_total')
+    before = sb.spec_counters(sb.parse_prometheus(METRICS_BEFORE), names)
+    after = sb.spec_counters(sb.parse_prometheus(METRICS_AFTER), names)
     assert before == (1200.0, 400.0)
     assert sb.accept_from_counters(before, after) == 3.1
-    assert sb.spec_counters(sb.parse_prometheus('llamacpp:tokens_predicted_total 5')) is None
+    assert sb.spec_counters(sb.parse_prometheus('llamacpp:tokens_predicted_total 5'), names) is None
+    # No names (metrics off, or a release without them in the table): no counters, whatever the text holds.
+    assert sb.spec_counters(sb.parse_prometheus(METRICS_BEFORE), {}) is None
     assert sb.accept_from_counters(before, before) is None
 
 

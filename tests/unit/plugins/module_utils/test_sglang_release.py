@@ -122,11 +122,40 @@ def test_unknown_version_lists_the_known_ones():
     ({'planner_families/apr/buckets': [[20, 2048, 8, 8]]}, 'planner_families.apr.buckets must be'),
     ({'releases/{pin}/source': None}, 'releases."{pin}" lacks source'),
     ({'releases/{pin}/defaults/mamba_cache_ratio': 'three'}, 'mamba_cache_ratio must be an integer'),
+    ({'releases/{pin}/metrics/prefx': 'x'}, 'unknown key prefx in releases."{pin}".metrics (did you mean prefix?)'),
+    ({'releases/{pin}/metrics/families/running_requests/typ': 'gauge'},
+     'unknown key typ in releases."{pin}".metrics.families.running_requests (did you mean type?)'),
+    ({'releases/{pin}/metrics/families/running_requests/type': 'gauge_'},
+     'metrics.families.running_requests.type must be gauge or counter or histogram'),
+    ({'releases/{pin}/metrics/families/running_requests/labels': 'schedular'},
+     "metrics.families.running_requests.labels 'schedular' is not a label_sets key (did you mean scheduler?)"),
+    ({'releases/{pin}/metrics/families/running_requests/name': 'vllm:num_requests_running'},
+     "does not start with the prefix 'sglang:'"),
+    ({'releases/{pin}/metrics/families/ttft_seconds/buckets': None}, 'a histogram (and only a histogram) lists'),
+    ({'releases/{pin}/metrics/families/itl_seconds/buckets': [0.2, 0.1]}, 'buckets must be an ascending list'),
+    ({'releases/{pin}/metrics/families/requests/name': 'sglang:num_requests'}, 'a counter is exposed with _total'),
+    ({'releases/{pin}/metrics/families/queued_requests/name': 'sglang:num_running_reqs'}, 'is listed twice'),
+    ({'releases/{pin}/metrics/families/requests/type': None}, 'metrics.families.requests lacks type'),
 ], ids=lambda value: str(value)[:40])
 def test_malformed_tables_are_refused_naming_the_key(edits, fragment):
     message = refused(table(**dict((path.format(pin=PIN), value) for path, value in edits.items())))
     assert message.startswith('profiles/sglang_releases.yml: ')
     assert fragment.format(pin=PIN) in message
+
+
+def test_the_pin_has_its_metric_names():
+    rel = sr.release(TABLE, PIN)
+    metrics = rel['metrics']
+    assert metrics['prefix'] == 'sglang:' and metrics['path'] == '/metrics'
+    families = metrics['families']
+    # What the monitoring role, the benchmark and the stand-in read, by meaning.
+    for key in ('running_requests', 'queued_requests', 'token_usage', 'retracted_requests', 'accept_length',
+                'generation_tokens', 'verify_calls', 'ttft_seconds', 'itl_seconds', 'e2e_seconds', 'http_responses',
+                'weight_memory_gb', 'kv_cache_memory_gb', 'graph_memory_gb'):
+        assert families[key]['name'].startswith('sglang:'), key
+    assert families['generation_tokens']['name'] == 'sglang:generation_tokens_total'
+    # A release whose collectors were never read has none (and still resolves).
+    assert sr.release(table(**{'releases/%s/metrics' % PIN: None}), PIN)['metrics'] is None
 
 
 def test_not_a_table():

@@ -131,7 +131,9 @@ def base_args(url, client, tmp_path, **extra):
     args = dict(python=client, client_module='sglang.benchmark.serving', base_url=url, api_key=KEY, model='m',
                 tokenizer=str(tmp_path), input_len=32, output_len=16, num_prompts=5, max_concurrency=2,
                 output_dir=str(tmp_path / 'raw'), run_id='mtp-c2', labels={'variant': 'mtp'},
-                records_file=str(tmp_path / 'runs.jsonl'))
+                records_file=str(tmp_path / 'runs.jsonl'),
+                counter_names=dict(generation_tokens='sglang:generation_tokens_total',
+                                   verify_calls='sglang:spec_verify_calls_total'))
     args.update(extra)
     return args
 
@@ -156,6 +158,13 @@ def test_without_metrics_the_reset_server_info_value_is_used(server, client, tmp
     url, state = server
     state.metrics = False
     ll = run_bench(base_args(url, client, tmp_path))['record']['llmops']
+    assert (ll['accept_length'], ll['accept_length_source']) == (3.0, 'server_info')
+
+
+def test_metrics_off_in_the_deployment_skips_the_counters(server, client, tmp_path):
+    # The server still answers /metrics, but the deployment says metrics are off (no counter names): /server_info.
+    url, dummy = server
+    ll = run_bench(base_args(url, client, tmp_path, counter_names={}))['record']['llmops']
     assert (ll['accept_length'], ll['accept_length_source']) == (3.0, 'server_info')
 
 

@@ -1,0 +1,99 @@
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The monitoring role's Prometheus files checked by the real promtool (Debian's prometheus package; `make
+monitoring` installs it): the scrape config and the rules pass `promtool check config` / `check rules` (its lint
+included), and `promtool test rules` (tests/monitoring/rules_test.yml) fires every alert on the series meant to fire
+it and no other; with thresholds that should not fire, the same tests fail. Nothing here is skipped: without
+promtool every test fails, saying how to get it."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import render_fixture  # noqa: E402  (a sibling file)
+from ansible_collections.llmops.inference.plugins.module_utils import monitoring_dashboard  # noqa: E402
+
+
+def promtool(*args, **kw):
+    tool = shutil.which('promtool')
+    if not tool:
+        pytest.fail('promtool not found: install Debian\'s prometheus package (make monitoring does: '
+                    'apt-get install --no-install-recommends prometheus)')
+    proc = subprocess.run([tool] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False, **kw)
+    return proc.returncode, proc.stdout
+
+
+@pytest.fixture(name='rendered')
+def fixture_rendered(tmp_path):
+    out = tmp_path / 'fixture'
+    result = render_fixture.render(str(out))
+    shutil.copy(os.path.join(HERE, 'rules_test.yml'), str(out))
+    return out, result
+
+
+def test_config_and_rules_pass_promtool_check(rendered):
+    out, result = rendered
+    rc, text = promtool('check', 'config', str(out / 'prometheus.yml'))
+    assert rc == 0, text
+    assert 'SUCCESS: 1 rule files found' in text, text
+    rules = sum(len(group['rules']) for group in result['rules']['groups'])
+    rc, text = promtool('check', 'rules', str(out / 'rules' / 'llmops-sglang.rules.yml'))
+    assert rc == 0, text
+    assert 'SUCCESS: %d rules found' % rules in text, text
+    # The recording group, gpu-a's 8 alerts (MTP) and gpu-b's 7.
+    assert rules == 9 + 8 + 7
+
+
+def test_every_alert_fires_on_its_series_and_no_other(rendered):
+    out, dummy = rendered
+    rc, text = promtool('test', 'rules', 'rules_test.yml', cwd=str(out))
+    assert rc == 0, text
+    assert 'SUCCESS' in text
+
+
+def test_the_rule_tests_fail_when_the_thresholds_would_not_fire(tmp_path):
+    out = tmp_path / 'strict'
+    render_fixture.render(str(out), dict(kv_cache_usage=0.99, accept_length_min=1.4, ttft_p99_seconds=20.0))
+    shutil.copy(os.path.join(HERE, 'rules_test.yml'), str(out))
+    rc, text = promtool('test', 'rules', 'rules_test.yml', cwd=str(out))
+    assert rc != 0, text
+    failed = sorted(set(re.findall(r'alertname: (\w+), time', text)))
+    assert failed == ['SGLangAcceptLengthCollapsed', 'SGLangKVCacheNearFull', 'SGLangTTFTP99High'], text
+
+
+def test_a_broken_config_is_refused_by_promtool(rendered):
+    out, dummy = rendered
+    text = (out / 'prometheus.yml').read_text()
+    (out / 'broken.yml').write_text(text.replace('scrape_interval: 15s', 'scrape_interval: fifteen'))
+    rc, dummy = promtool('check', 'config', str(out / 'broken.yml'))
+    assert rc != 0
+
+
+def test_the_dashboard_json_imports_and_reads_release_metrics(rendered):
+    out, result = rendered
+    with open(str(out / 'llmops-sglang.json')) as stream:
+        board = json.load(stream)
+    names = result['names']
+    histograms = [names[k] for k in ('ttft_seconds', 'itl_seconds', 'e2e_seconds')]
+    assert monitoring_dashboard.check(board, set(names.values()), histograms) == []
+    # Every query of the dashboard is valid PromQL for Prometheus' own parser (promtool's query runs need a server;
+    # the rules file does not): the panel queries go through `promtool check rules` as recording rules.
+    queries = [expr.replace('$__rate_interval', '5m').replace('$host', '.*')
+               for dummy, expr in monitoring_dashboard.queries(board)]
+    group = dict(groups=[dict(name='dashboard', rules=[dict(record='llmops:dashboard_query_%d' % i, expr=q)
+                                                       for i, q in enumerate(queries)])])
+    (out / 'dashboard_queries.yml').write_text(json.dumps(group))
+    rc, text = promtool('check', 'rules', str(out / 'dashboard_queries.yml'))
+    assert rc == 0, text

@@ -1,0 +1,61 @@
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Print the /metrics text of the installed SGLang's own collectors, as its HTTP server would serve it.
+
+Runs with the python of the lab SGLang venv (tests/sglang/test_parser.py calls it; no GPU): SGLang's
+SchedulerMetricsCollector, TokenizerMetricsCollector and HTTP request metrics are instantiated with the release's own
+default settings (the Observability and Schedule structs of srt/arg_groups/fields), in prometheus_client's
+multiprocess mode like the server (srt/utils/common.py set_prometheus_multiproc_dir), fed one of each event the
+collection's rules and dashboard read (a scheduler stats log, the start-up constants, a finished speculative request
+with its TTFT and inter-token latency, a retraction, an abort, an HTTP response), and collected the way
+add_prometheus_middleware serves /metrics (a MultiProcessCollector on a fresh registry).
+"""
+import os
+import sys
+import tempfile
+
+
+def main():
+    # Before prometheus_client is imported anywhere: it picks its value backend on import.
+    os.environ['PROMETHEUS_MULTIPROC_DIR'] = tempfile.mkdtemp(prefix='sglang-metrics-')
+    import sglang.srt.observability.metrics_collector as mc  # pylint: disable=import-error
+    from sglang.srt.arg_groups.fields.observability import Observability  # pylint: disable=import-error
+    from sglang.srt.arg_groups.fields.schedule import Schedule  # pylint: disable=import-error
+    from sglang.srt.observability import http_request_metrics  # pylint: disable=import-error
+    from prometheus_client import CollectorRegistry, generate_latest, multiprocess  # pylint: disable=import-error
+
+    # The collectors read the published config bags; outside a server these are the release's defaults.
+    observability, schedule = Observability(), Schedule()
+    mc.get_observability = lambda: observability
+    mc.get_schedule = lambda: schedule
+    mc.exports_expert_balancedness_to_prometheus = lambda: False
+    # SchedulerMetricsCollector.init_new's labels for attention-TP rank 0 of a unified (not disaggregated) server.
+    scheduler = mc.SchedulerMetricsCollector(
+        labels=dict(model_name='m', engine_type='unified', tp_rank=0, pp_rank=0, moe_ep_rank=0), server_args=None)
+    tokenizer_labels = dict(model_name='m', engine_type='unified')
+    tokenizer = mc.TokenizerMetricsCollector(server_args=None, labels=tokenizer_labels)
+    http_request_metrics.init_http_request_metrics()
+    http = http_request_metrics._http_request_metrics  # pylint: disable=protected-access
+
+    scheduler.log_stats(mc.SchedulerStats(spec_accept_length=2.5, spec_accept_rate=0.5, token_usage=0.1))
+    scheduler.emit_constants(max_total_num_tokens=1000, max_total_num_tokens_swa=None, weight_memory_usage_gb=1.0,
+                             kv_cache_memory_usage_gb=1.0, graph_memory_usage_gb={'target_verify': 0.5},
+                             max_running_requests_under_SLO=None, page_size=1, num_pages=1000, context_len=4096,
+                             startup_available_gpu_memory_gb=2.0)
+    scheduler.increment_retracted_reqs(1, 10, 5)
+    tokenizer.observe_one_finished_request(tokenizer_labels, prompt_tokens=6, generation_tokens=8, cached_tokens=0,
+                                           e2e_latency=0.5, has_grammar=False, spec_verify_ct=3, is_streaming=False)
+    tokenizer.observe_time_to_first_token(tokenizer_labels, 0.2, stream=False)
+    tokenizer.observe_inter_token_latency(tokenizer_labels, 0.03, 2)
+    tokenizer.observe_one_aborted_request(tokenizer_labels)
+    http.requests_total.labels(endpoint='/generate', method='POST').inc()
+    http.responses_total.labels(endpoint='/generate', method='POST', status_code='200').inc()
+
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    sys.stdout.write(generate_latest(registry).decode())
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
