@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
@@ -11,7 +10,7 @@ numbers are those of `make plan` for the example inventory's server (build/plan/
 string of the installed 0.5.23 source (docs/dev/sglang-memory.md section 8; tests/sglang/test_log_catalogue.py
 checks the ones the collection parses); CUDA-graph memory is invented (the planner does not size it).
 
-    make plan && tests/sglang/make_startup_fixture.py build/plan/sglang-ct/plan.json \
+    make plan && .venv/bin/python tests/sglang/make_startup_fixture.py build/plan/sglang-ct/plan.json \
         > tests/fixtures/sglang_startup/qwen3.5-122b-a10b-tp4-rtx-pro-6000.log
 
 Run it again whenever the seed's plan moves (the molecule assertions read the numbers from llmops_deployment).
