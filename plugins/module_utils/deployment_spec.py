@@ -33,11 +33,12 @@ PASSED_BY_PLAYBOOKS = {
     'gpu_partition_host_numa_nodes': 'llmops_host_nvidia_numa_nodes',
     'sglang_server_deployment': 'the llmops_* variables (it is the resolved llmops_deployment)',
     'sglang_benchmark_deployment': 'the llmops_* variables (it is the resolved llmops_deployment)',
+    'sglang_gateway_deployment': 'the llmops_gateway_* variables (it is the resolved llmops_deployment)',
 }
 
 # Prefixes whose variables must be declared somewhere (this table, or a role's argument_specs).
-COLLECTION_PREFIXES = ('llmops_', 'deployment_', 'sglang_server_', 'sglang_benchmark_', 'hf_model_',
-                       'gpu_partition_', 'lxc_gpu_')
+COLLECTION_PREFIXES = ('llmops_', 'deployment_', 'sglang_server_', 'sglang_benchmark_', 'sglang_gateway_',
+                       'hf_model_', 'gpu_partition_', 'lxc_gpu_')
 
 # Names with the llmops_ prefix that are not settings: the published fact and the secret it does not carry.
 RESULT_NAMES = ('llmops_deployment',)
