@@ -219,28 +219,3 @@ def _quote(arg):
         return arg
     return '"%s"' % arg.replace('\\', '\\\\').replace('"', '\\"')
 
-
-def topology(deployments):
-    """The fleet as a text picture (plan.md of a gateway): gateway -> replicas -> GPUs.
-
-    deployments: the gateway's resolved object plus {host: server deployment} of its replicas (may lack some).
-    """
-    gateway, servers = deployments['gateway'], deployments.get('servers') or {}
-    lines = ['clients --HTTP %s (Bearer key)--> [%s] smg %s, policy %s, metrics :%d'
-             % (gateway['http']['port'], gateway['host'], gateway['gateway']['version'], gateway['policy'],
-                gateway['prometheus']['port'])]
-    count = len(gateway['replicas'])
-    for index, replica in enumerate(gateway['replicas']):
-        server = servers.get(replica['host']) or {}
-        gpus = server.get('gpus') or {}
-        tp = (server.get('parallel') or {}).get('tp_size')
-        branch = '`--' if index == count - 1 else '|--'
-        lines.append('    %s %s  [%s] %s, %s, %s x %s (TP%s)' % (
-            branch, replica['url'], replica['host'], replica['unit'] or '?', replica['served_model_name'] or '?',
-            gpus.get('count', '?'), gpus.get('display_name', '?'), tp if tp is not None else '?'))
-        indices = gpus.get('indices')
-        if indices:
-            lines.append('    %s      GPUs %s' % (' ' if index == count - 1 else '|', ', '.join(str(i) for i in indices)))
-    lines.append('rolling swap: %d replica(s) at a time, at least %d serving throughout'
-                 % (gateway['swap']['batch'] or 1, gateway['swap']['min_serving']))
-    return lines

@@ -10,8 +10,6 @@ import re
 
 from test_deployment_refusals import bad_inputs, run  # noqa: F401  (the shared harness)
 
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_gateway import topology
-
 
 def fleet(gateway_vars=None, second=None):
     """The seed's container twice (ct-a, ct-b) behind a gateway host gw."""
@@ -112,13 +110,3 @@ def test_no_key_refused_and_colocation_refused():
     dummy, problems = run('ct-a', hosts, groups)
     assert 'a host of sglang_gateways cannot also be in sglang_servers' in flat(problems)
 
-
-def test_topology_picture():
-    hosts, groups = fleet()
-    gw, dummy = run('gw', hosts, groups)
-    servers = dict((name, run(name, hosts, groups)[0]) for name in ('ct-a', 'ct-b'))
-    lines = topology(dict(gateway=gw, servers=servers))
-    assert lines[0].startswith('clients --HTTP 30080 (Bearer key)--> [gw] smg 1.13.0, policy cache_aware')
-    assert '|-- http://10.0.0.11:30000  [ct-a] sglang-qwen3.5-122b-a10b.service, qwen3.5-122b, 4 x' in lines[1]
-    assert any(line.strip().startswith('`-- http://10.0.0.12:30000') for line in lines)
-    assert lines[-1] == 'rolling swap: 1 replica(s) at a time, at least 1 serving throughout'
