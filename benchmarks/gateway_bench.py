@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The SGLang Model Gateway in the lab: what it adds to a request, and a rolling swap under load, measured.
 
-  gateway_bench.py --smg-python VENV/bin/python --lab-python LAB_PYTHON --model TINY_MODEL_DIR --repo ROOT
-                   [--requests 40] [--rate 2] [--check] [--json OUT]
+  gateway_bench.py --smg-python VENV/bin/python --launcher SMG_LAUNCH --lab-python LAB_PYTHON --model TINY_MODEL_DIR
+                   [--repo ROOT] [--requests 40] [--rate 2] [--check] [--json OUT]
+  (SMG_LAUNCH: the sglang_gateway role's launcher, files/usr/local/libexec/llmops/smg-launch of the role)
 
 Everything is real: the pinned smg (its venv's python, run through the role's own launcher smg-launch, the key as a
 systemd-style credential file), two llama.cpp OpenAI servers on the CPU (tests/bench/openai_server.py, the tiny
@@ -127,7 +128,7 @@ class Lab(object):
             proc.wait()
 
     def start_gateway(self, urls):
-        launcher = os.path.join(self.args.repo, 'roles/sglang_gateway/files/usr/local/libexec/llmops/smg-launch')
+        launcher = self.args.launcher
         argv = ['--host', '127.0.0.1', '--port', str(self.gateway_port), '--worker-urls'] + urls + [
             '--policy', 'cache_aware', '--health-check-interval-secs', '1', '--health-failure-threshold', '2',
             '--health-success-threshold', '1', '--retry-max-retries', '5', '--prometheus-host', '127.0.0.1',
@@ -209,6 +210,7 @@ class Load(object):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--smg-python', required=True)
+    parser.add_argument('--launcher', required=True, help="the sglang_gateway role's smg-launch")
     parser.add_argument('--lab-python', required=True)
     parser.add_argument('--model', required=True)
     parser.add_argument('--repo', default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
