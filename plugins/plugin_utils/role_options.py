@@ -747,6 +747,10 @@ ROLE_OPTIONS = json.loads(r'''
    "default": true,
    "type": "bool"
   },
+  "sglang_gateway_listen_timeout": {
+   "default": 30,
+   "type": "int"
+  },
   "sglang_gateway_pip_wheelhouse": {
    "default": "/var/cache/llmops/smg-wheels",
    "type": "str"
