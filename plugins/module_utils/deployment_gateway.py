@@ -171,7 +171,9 @@ def resolve_gateway(ctx):
     workers = [r['url'] for r in replicas]
     argv = _argv(settings, profile, profile['flags'], workers, prometheus_host)
     python = posixpath.join(venv, 'bin', 'python')
-    command = [python, LAUNCHER, '--'] + argv
+    # --key-required: the launcher refuses to start smg without the key (a credential systemd could not hand over
+    # would otherwise leave the gateway open to every caller).
+    command = [python, LAUNCHER] + (['--key-required'] if ctx.get('api_key') else []) + ['--'] + argv
     grace = settings['llmops_gateway_shutdown_grace']
     local_url = worker_url('127.0.0.1' if settings['llmops_gateway_host'] in WILDCARDS
                            else settings['llmops_gateway_host'], settings['llmops_gateway_port'])

@@ -747,6 +747,15 @@ ROLE_OPTIONS = json.loads(r'''
    "default": true,
    "type": "bool"
   },
+  "sglang_gateway_key_delivery": {
+   "choices": [
+    "auto",
+    "credential",
+    "environment"
+   ],
+   "default": "auto",
+   "type": "str"
+  },
   "sglang_gateway_listen_timeout": {
    "default": 30,
    "type": "int"

@@ -43,7 +43,8 @@ def test_worker_urls_and_command_line():
     assert gw['served_model_name'] == 'qwen3.5-122b' and gw['swap'] == dict(
         batch=1, min_serving=1, drain_settle_secs=5,
         worker_inflight={'path': '/v1/loads?include=core', 'fields': ['num_running_reqs', 'num_waiting_reqs']})
-    assert gw['command'][:3] == ['/opt/smg/venv-1.13.0/bin/python', '/usr/local/libexec/llmops/smg-launch', '--']
+    assert gw['command'][:4] == ['/opt/smg/venv-1.13.0/bin/python', '/usr/local/libexec/llmops/smg-launch', '--key-required',
+                                 '--']
 
 
 def test_off_switches_and_explicit_replicas():
@@ -54,6 +55,14 @@ def test_off_switches_and_explicit_replicas():
     assert '--disable-retries' in gw['argv'] and '--disable-circuit-breaker' in gw['argv']
     assert '--retry-max-retries' not in gw['argv'] and gw['workers'] == ['http://10.0.0.12:30000']
     assert any('one replica (ct-b): a rolling swap of it is an outage' in w for w in gw['warnings'])
+
+
+def test_no_key_means_no_key_required_flag():
+    hosts, groups = fleet({'llmops_allow_no_api_key': True})
+    gw, problems = run('gw', hosts, groups, api_key='', require_secrets=False)
+    assert not problems, problems.message()
+    assert gw['auth']['api_key_set'] is False and '--key-required' not in gw['command']
+    assert gw['command'][1:3] == ['/usr/local/libexec/llmops/smg-launch', '--']
 
 
 def test_worker_address_wins_and_ipv6_is_bracketed():
