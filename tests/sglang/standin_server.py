@@ -10,13 +10,14 @@ texts SGLang, PyTorch, uvicorn and NCCL print (see shared notes and sglang 0.5.2
 line so journald sees each one when it is printed.
 For the gateway lab it also answers POST /v1/chat/completions after SGLANG_STANDIN_LATENCY seconds (default 0.2)
 with a canned text that names the host, port and model path it serves (no inference: the lab checks which replica and
-which revision answered; a stream request gets the same text as one SSE chunk), and GET /v1/loads with its own count
+which revision answered; a stream request gets the same text as one SSE chunk per word), and GET /v1/loads with its own count
 of requests in flight in the shape of 0.5.23's srt/entrypoints/v1_loads.py (loads[].num_running_reqs,
 num_waiting_reqs), which the rolling swap's drain waits on.
 
 Scenarios: healthy (default), mtp_radix, mamba_no_buffer, not_enough_memory, mamba_memory, nvml_mismatch, cuda_803,
 cuda_35, stall,
-port_in_use (the port is really bound first: any busy port fails the same way), crash_after_ready.
+port_in_use (the port is really bound first: any busy port fails the same way), crash_after_ready,
+chat_error (starts healthy, every chat completion answers 500).
 Env: SGLANG_STANDIN_SCENARIO, SGLANG_STANDIN_DELAY (seconds between lines, default 0.1), SGLANG_STANDIN_LATENCY,
      SGLANG_STANDIN_WORDING (0.5.23 default; "apr" prints "Init torch distributed begin.").
 Stdlib only (python3 >= 3.6). No shebang in the repository (sanity rules); the molecule prepare step installs it
@@ -39,6 +40,7 @@ except ImportError:  # pragma: no cover
 
 STATE = {'ready': False, 'inflight': 0, 'served': 0}
 LATENCY = float(os.environ.get('SGLANG_STANDIN_LATENCY', '0.2'))
+SCENARIO = os.environ.get('SGLANG_STANDIN_SCENARIO', 'healthy')
 LOCK = threading.Lock()
 
 
@@ -143,6 +145,10 @@ def make_handler(args):
                 return self._send(503, {'error': 'starting'})
             if path != '/v1/chat/completions':
                 return self._send(404, {'detail': 'Not Found'})
+            if SCENARIO == 'chat_error':
+                # Starts healthy, then every generation fails (what a smoke test is for).
+                return self._send(500, {'object': 'error', 'type': 'InternalServerError', 'code': 500,
+                                        'message': 'CUDA error: an illegal memory access was encountered'})
             try:
                 request = json.loads(body.decode() or '{}')
             except ValueError:
@@ -166,9 +172,15 @@ def make_handler(args):
                       'usage': {'prompt_tokens': 8, 'completion_tokens': 6, 'total_tokens': 14}}
             if not request.get('stream'):
                 return self._send(200, answer)
-            chunk = dict(answer, object='chat.completion.chunk',
-                         choices=[{'index': 0, 'finish_reason': 'stop', 'delta': {'role': 'assistant', 'content': text}}])
-            data = ('data: %s\n\ndata: [DONE]\n\n' % json.dumps(chunk)).encode()
+            words = text.split(' ')
+            chunks = [dict(answer, object='chat.completion.chunk', usage=None,
+                           choices=[{'index': 0, 'finish_reason': None,
+                                     'delta': dict({'content': word + (' ' if i < len(words) - 1 else '')},
+                                                   **({'role': 'assistant'} if i == 0 else {}))}])
+                      for i, word in enumerate(words)]
+            chunks.append(dict(answer, object='chat.completion.chunk',
+                               choices=[{'index': 0, 'finish_reason': 'stop', 'delta': {}}]))
+            data = (''.join('data: %s\n\n' % json.dumps(c) for c in chunks) + 'data: [DONE]\n\n').encode()
             self.send_response(200)
             self.send_header('Content-Type', 'text/event-stream')
             self.send_header('Content-Length', str(len(data)))
