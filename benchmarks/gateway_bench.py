@@ -4,8 +4,10 @@
 """The SGLang Model Gateway in the lab: what it adds to a request, and a rolling swap under load, measured.
 
   gateway_bench.py --smg-python VENV/bin/python --launcher SMG_LAUNCH --lab-python LAB_PYTHON --model TINY_MODEL_DIR
-                   [--repo ROOT] [--requests 40] [--rate 2] [--check] [--json OUT]
+                   [--repo ROOT] [--requests 40] [--rate 2] [--skip CASE ...] [--then CMD] [--check] [--json OUT]
   (SMG_LAUNCH: the sglang_gateway role's launcher, files/usr/local/libexec/llmops/smg-launch of the role)
+  gateway_bench.py load --url GATEWAY --key-file F --model NAME [--rate 2] --stop-file S --out OUT.json
+  (the background load alone, until S exists: what the molecule lab runs through a rolling swap of systemd replicas)
 
 Everything is real: the pinned smg (its venv's python, run through the role's own launcher smg-launch, the key as a
 systemd-style credential file), two llama.cpp OpenAI servers on the CPU (tests/bench/openai_server.py, the tiny
@@ -29,6 +31,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -143,7 +146,8 @@ class Lab(object):
         args = dict(gateway_url=self.url, worker_url=self.workers[worker]['url'], api_key=self.key, state=state,
                     min_serving=1, timeout=120, poll_interval=0.5,
                     inflight_metrics=['llamacpp:requests_processing', 'llamacpp:requests_deferred'])
-        out = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible'), 'localhost', '-o',
+        ansible = os.path.join(os.path.dirname(sys.executable), 'ansible')
+        out = subprocess.run([ansible if os.path.exists(ansible) else shutil.which('ansible'), 'localhost', '-o',
                               '-m', 'llmops.inference.sglang_gateway_worker', '-a', json.dumps(args)],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                              cwd=self.args.repo)
@@ -175,9 +179,9 @@ class Lab(object):
 class Load(object):
     """--rate requests/s through the gateway in the background; every answer recorded."""
 
-    def __init__(self, lab, rate):
-        self.lab, self.rate, self.results, self.stop = lab, rate, [], threading.Event()
-        self.threads = []
+    def __init__(self, url, key, model, rate):
+        self.url, self.key, self.model, self.rate = url, key, model, rate
+        self.results, self.stop, self.threads = [], threading.Event(), []
 
     def run(self):
         while not self.stop.is_set():
@@ -188,9 +192,10 @@ class Load(object):
 
     def one(self):
         started = time.time()
-        status, text = chat(self.lab.url, self.lab.key, 'tiny')
-        self.results.append(dict(t=started, status=status, seconds=time.time() - started,
-                                 error=None if status == 200 else text[:200]))
+        status, text = chat(self.url, self.key, self.model)
+        self.results.append(dict(t=round(started, 3), status=status, seconds=round(time.time() - started, 3),
+                                 error=None if status == 200 else text[:200],
+                                 answer=answer_text(text) if status == 200 else None))
 
     def __enter__(self):
         self.runner = threading.Thread(target=self.run)
@@ -207,6 +212,70 @@ class Load(object):
         return [r for r in self.results if r['status'] != 200]
 
 
+def answer_text(text):
+    """The assistant's text of a chat completion answer ('' when it has none)."""
+    try:
+        return (json.loads(text)['choices'][0]['message'].get('content') or '')[:200]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return ''
+
+
+# What the SGLang stand-in (tests/sglang/standin_server.py) answers: which replica, which model directory.
+STANDIN_ANSWER = re.compile(r'^stand-in (?P<server>\S+) serves (?P<model>\S+)$')
+
+
+def summarize(results, pattern=STANDIN_ANSWER):
+    """Failures, latency, the longest time without an answer, and per replica (from the answer text) the models it
+    served in order: [{model, first, last, count}] - one segment per model switch."""
+    results = sorted(results, key=lambda r: r['t'])
+    ok = [r for r in results if r['status'] == 200]
+    done = sorted(r['t'] + r['seconds'] for r in ok)
+    gaps = [b - a for a, b in zip(done, done[1:])]
+    servers = {}
+    for r in ok:
+        match = pattern.match(r.get('answer') or '')
+        if not match:
+            continue
+        segments = servers.setdefault(match.group('server'), [])
+        if not segments or segments[-1]['model'] != match.group('model'):
+            segments.append(dict(model=match.group('model'), first=r['t'], last=r['t'], count=0))
+        segments[-1]['last'] = r['t']
+        segments[-1]['count'] += 1
+    seconds = sorted(r['seconds'] for r in ok)
+    return dict(requests=len(results), failed=len(results) - len(ok),
+                failures=[dict(t=r['t'], status=r['status'], error=r['error']) for r in results if r['status'] != 200][:5],
+                started=results[0]['t'] if results else None, ended=done[-1] if done else None,
+                p50_seconds=percentile(seconds, 50) if seconds else None, max_seconds=seconds[-1] if seconds else None,
+                max_gap_seconds=round(max(gaps), 3) if gaps else None, servers=servers)
+
+
+def load_main(argv):
+    """Background load through a gateway until --stop-file exists; writes the summary and every result to --out."""
+    parser = argparse.ArgumentParser(prog='gateway_bench.py load', description=load_main.__doc__)
+    parser.add_argument('--url', required=True)
+    parser.add_argument('--key-file', required=True)
+    parser.add_argument('--model', required=True)
+    parser.add_argument('--rate', type=float, default=2.0)
+    parser.add_argument('--stop-file', required=True)
+    parser.add_argument('--max-seconds', type=float, default=300,
+                        help='stop anyway after this long (a lab run that failed before touching the stop file)')
+    parser.add_argument('--out', required=True)
+    args = parser.parse_args(argv)
+    with open(args.key_file) as handle:
+        key = handle.read().strip()
+    deadline = time.time() + args.max_seconds
+    with Load(args.url.rstrip('/'), key, args.model, args.rate) as load:
+        # Also stops when the stop file's directory is gone (the lab was destroyed).
+        while not os.path.exists(args.stop_file) and os.path.isdir(os.path.dirname(os.path.abspath(args.stop_file))) \
+                and time.time() < deadline:
+            time.sleep(0.2)
+    summary = summarize(load.results)
+    with open(args.out, 'w') as handle:
+        json.dump(dict(summary=summary, rate=args.rate, results=load.results), handle, indent=1)
+    print(json.dumps(summary))
+    return 0
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--smg-python', required=True)
@@ -216,6 +285,9 @@ def main(argv):
     parser.add_argument('--repo', default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser.add_argument('--requests', type=int, default=40)
     parser.add_argument('--rate', type=float, default=2.0)
+    parser.add_argument('--skip', nargs='*', default=[], choices=['swap'],
+                        help='cases to leave out (the molecule lab swaps systemd replicas through the playbook)')
+    parser.add_argument('--then', help='a shell command to run while the gateway serves (case "then")')
     parser.add_argument('--check', action='store_true', help='exit 1 when a case fails')
     parser.add_argument('--keep', action='store_true')
     parser.add_argument('--json')
@@ -275,7 +347,7 @@ def main(argv):
         case('latency', len(d) == len(g) == args.requests, '%d requests each way' % args.requests)
 
         # kill: SIGKILL replica b under load
-        with Load(lab, args.rate * 2) as load:
+        with Load(lab.url, lab.key, 'tiny', args.rate * 2) as load:
             time.sleep(2)
             killed = time.time()
             lab.stop_worker('b', signal.SIGKILL)
@@ -299,47 +371,11 @@ def main(argv):
                 break
             time.sleep(0.5)
 
-        # swap: drain -> restart on the new revision -> register, one replica at a time, under load
-        timeline, samples = [], []
-        sampling = threading.Event()
+        if 'swap' not in args.skip:
+            swap_case(lab, args, ports, report, case)
 
-        def sample():
-            while not sampling.is_set():
-                samples.append((time.time(), dict((n, lab.served_revision(n)) for n in 'ab')))
-                sampling.wait(0.5)
-
-        sampler = threading.Thread(target=sample)
-        swap_started = time.time()
-        with Load(lab, args.rate) as load:
-            sampler.start()
-            time.sleep(2)
-            for name in 'ab':
-                drained = lab.module(name, 'drained')
-                timeline.append((time.time(), name, 'drained', drained.get('drain')))
-                lab.stop_worker(name)
-                lab.start_worker(name, ports[name], lab.revisions[1])
-                lab.wait_worker(name)
-                registered = lab.module(name, 'present')
-                timeline.append((time.time(), name, 'registered', registered.get('register')))
-            time.sleep(2)
-            sampling.set()
-            sampler.join()
-        swap_seconds = time.time() - swap_started
-        mixed = any(set(s.values()) == {'r1', 'r2'} for _t, s in samples)
-        serving_always = all(any(v is not None for v in s.values()) for _t, s in samples)
-        final = samples[-1][1] if samples else {}
-        order_ok = all(s['a'] in ('r1', None) for t, s in samples if t < timeline[0][0]) and \
-            all(s['b'] == 'r1' for t, s in samples if t < timeline[2][0] - 0.5 and s['b'] is not None)
-        ok = not load.failed() and mixed and serving_always and final == {'a': 'r2', 'b': 'r2'} and order_ok
-        report['swap'] = dict(requests=len(load.results), failed=len(load.failed()), seconds=round(swap_seconds, 1),
-                              rate=args.rate, success_rate=(len(load.results) - len(load.failed())) / max(1, len(load.results)),
-                              drains=[t[3] for t in timeline if t[2] == 'drained'],
-                              registers=[t[3] for t in timeline if t[2] == 'registered'])
-        case('swap', ok, '%d requests at %.0f/s over %.1f s, %d failed; old and new served side by side: %s; a '
-             'replica served throughout: %s; at the end %s' % (len(load.results), args.rate, swap_seconds,
-                                                              len(load.failed()), mixed, serving_always, final))
-        if load.failed():
-            print('  failed:', load.failed()[:3])
+        if args.then:
+            then_case(lab, args, case)
 
         leaked = [f for f in os.listdir(lab.dir) if f.endswith('.log') and lab.key in open(os.path.join(lab.dir, f)).read()]
         case('no-leak', not leaked, 'API key in no log (%s)' % (', '.join(leaked) or 'none'))
@@ -374,6 +410,60 @@ def main(argv):
     return 1 if (failed and args.check) else 0
 
 
+def swap_case(lab, args, ports, report, case):
+    """Drain -> restart on the new revision -> register, one replica at a time, under --rate requests/s."""
+    timeline, samples = [], []
+    sampling = threading.Event()
+
+    def sample():
+        while not sampling.is_set():
+            samples.append((time.time(), dict((n, lab.served_revision(n)) for n in 'ab')))
+            sampling.wait(0.5)
+
+    sampler = threading.Thread(target=sample)
+    swap_started = time.time()
+    with Load(lab.url, lab.key, 'tiny', args.rate) as load:
+        sampler.start()
+        time.sleep(2)
+        for name in 'ab':
+            drained = lab.module(name, 'drained')
+            timeline.append((time.time(), name, 'drained', drained.get('drain')))
+            lab.stop_worker(name)
+            lab.start_worker(name, ports[name], lab.revisions[1])
+            lab.wait_worker(name)
+            registered = lab.module(name, 'present')
+            timeline.append((time.time(), name, 'registered', registered.get('register')))
+        time.sleep(2)
+        sampling.set()
+        sampler.join()
+    swap_seconds = time.time() - swap_started
+    mixed = any(set(s.values()) == {'r1', 'r2'} for _t, s in samples)
+    serving_always = all(any(v is not None for v in s.values()) for _t, s in samples)
+    final = samples[-1][1] if samples else {}
+    order_ok = all(s['a'] in ('r1', None) for t, s in samples if t < timeline[0][0]) and \
+        all(s['b'] == 'r1' for t, s in samples if t < timeline[2][0] - 0.5 and s['b'] is not None)
+    ok = not load.failed() and mixed and serving_always and final == {'a': 'r2', 'b': 'r2'} and order_ok
+    report['swap'] = dict(requests=len(load.results), failed=len(load.failed()), seconds=round(swap_seconds, 1),
+                          rate=args.rate, success_rate=(len(load.results) - len(load.failed())) / max(1, len(load.results)),
+                          drains=[t[3] for t in timeline if t[2] == 'drained'],
+                          registers=[t[3] for t in timeline if t[2] == 'registered'])
+    case('swap', ok, '%d requests at %.0f/s over %.1f s, %d failed; old and new served side by side: %s; a '
+         'replica served throughout: %s; at the end %s' % (len(load.results), args.rate, swap_seconds,
+                                                          len(load.failed()), mixed, serving_always, final))
+    if load.failed():
+        print('  failed:', load.failed()[:3])
+
+
+def then_case(lab, args, case):
+    """--then: a command run while the gateway serves both replicas (the integration target runs the smoke and
+    benchmark roles through it); its environment names the gateway, the key file and the served model."""
+    env = dict(os.environ, GATEWAY_URL=lab.url, GATEWAY_KEY_FILE=lab.keyfile, GATEWAY_MODEL='tiny',
+               GATEWAY_WORKERS=' '.join(w['url'] for w in lab.workers.values()))
+    started = time.time()
+    rc = subprocess.call(args.then, shell=True, env=env)
+    case('then', rc == 0, '%s: exit %d after %.1f s' % (args.then.split()[0], rc, time.time() - started))
+
+
 def lab_requests(lab, name):
     """Requests a llama.cpp replica has processed (its own counter, llamacpp:requests_processing is a gauge; the
     prompt-token counter grows with every request)."""
@@ -385,4 +475,4 @@ def lab_requests(lab, name):
 
 
 if __name__ == '__main__':
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(load_main(sys.argv[2:]) if sys.argv[1:2] == ['load'] else main(sys.argv[1:]))
