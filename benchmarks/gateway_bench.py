@@ -69,7 +69,7 @@ def call(url, key=None, body=None, method=None, timeout=60):
 
 
 def chat(base, key, model, max_tokens=4):
-    prompt = ''.join(random.choice(string.ascii_lowercase) for _ in range(12))
+    prompt = ''.join(random.choice(string.ascii_lowercase) for _unused in range(12))
     return call(base + '/v1/chat/completions', key, {'model': model, 'max_tokens': max_tokens, 'temperature': 0,
                                                      'messages': [{'role': 'user', 'content': prompt}]})
 
@@ -83,7 +83,7 @@ class Lab(object):
     def __init__(self, args):
         self.args = args
         self.dir = tempfile.mkdtemp(prefix='gateway_bench.')
-        self.key = 'lab-' + ''.join(random.choice(string.ascii_letters) for _ in range(24))
+        self.key = 'lab-' + ''.join(random.choice(string.ascii_letters) for _unused in range(24))
         self.keyfile = os.path.join(self.dir, 'api.key')
         fd = os.open(self.keyfile, os.O_WRONLY | os.O_CREAT, 0o600)
         os.write(fd, (self.key + '\n').encode())
@@ -150,7 +150,7 @@ class Lab(object):
         out = subprocess.run([ansible if os.path.exists(ansible) else shutil.which('ansible'), 'localhost', '-o',
                               '-m', 'llmops.inference.sglang_gateway_worker', '-a', json.dumps(args)],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                             cwd=self.args.repo)
+                             cwd=self.args.repo, check=False)
         line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ''
         if out.returncode != 0 or '=> ' not in line:
             raise RuntimeError('sglang_gateway_worker %s %s failed: %s' % (state, worker, out.stdout[-1500:]))
@@ -327,7 +327,7 @@ def main(argv):
         case('auth', no_key[0] == 401 and with_key[0] == 200, 'no key: %d, key: %d' % (no_key[0], with_key[0]))
 
         before = dict((n, lab_requests(lab, n)) for n in 'ab')
-        spread_codes = [chat(lab.url, lab.key, 'tiny')[0] for _ in range(12)]
+        spread_codes = [chat(lab.url, lab.key, 'tiny')[0] for _unused in range(12)]
         after = dict((n, lab_requests(lab, n)) for n in 'ab')
         got = dict((n, after[n] - before[n]) for n in 'ab')
         case('spread', all(c == 200 for c in spread_codes) and all(v > 0 for v in got.values()),
@@ -335,7 +335,7 @@ def main(argv):
 
         # latency: direct to replica a vs through the gateway, sequential
         direct, through = [], []
-        for _ in range(args.requests):
+        for _unused in range(args.requests):
             t0 = time.time()
             direct.append((chat(lab.workers['a']['url'], lab.key, 'tiny')[0], time.time() - t0))
             t0 = time.time()
@@ -447,9 +447,10 @@ def swap_case(lab, args, ports, report, case):
                           rate=args.rate, success_rate=(len(load.results) - len(load.failed())) / max(1, len(load.results)),
                           drains=[t[3] for t in timeline if t[2] == 'drained'],
                           registers=[t[3] for t in timeline if t[2] == 'registered'])
-    case('swap', ok, '%d requests at %.0f/s over %.1f s, %d failed; old and new served side by side: %s; a '
-         'replica served throughout: %s; at the end %s' % (len(load.results), args.rate, swap_seconds,
-                                                          len(load.failed()), mixed, serving_always, final))
+    detail = ('%d requests at %.0f/s over %.1f s, %d failed; old and new served side by side: %s; a replica served '
+              'throughout: %s; at the end %s' % (len(load.results), args.rate, swap_seconds, len(load.failed()), mixed,
+                                                 serving_always, final))
+    case('swap', ok, detail)
     if load.failed():
         print('  failed:', load.failed()[:3])
 

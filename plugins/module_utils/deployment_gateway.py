@@ -136,8 +136,8 @@ def _check_replicas(ctx, replicas, problems):
                          'the same worker URL as %s' % urls[replica['url']],
                          'give each replica its own address or llmops_http_port')
         urls.setdefault(replica['url'], replica['host'])
-        if replica['host'] == ctx['host'] and replica['port'] in (settings['llmops_gateway_port'],
-                                                                   settings['llmops_gateway_prometheus_port']):
+        gateway_ports = (settings['llmops_gateway_port'], settings['llmops_gateway_prometheus_port'])
+        if replica['host'] == ctx['host'] and replica['port'] in gateway_ports:
             problems.add('llmops_gateway_port', settings['llmops_gateway_port'], 'the replica on this host (%s) '
                          'serves on port %d' % (replica['host'], replica['port']), 'give the gateway another port')
     names = sorted(set(r['served_model_name'] for r in replicas if r['served_model_name']))
@@ -162,8 +162,8 @@ def resolve_gateway(ctx):
                      'that has it', kind='profile')
         return None, problems
     _check_settings(ctx, profile, problems)
-    replicas = [r for r in (_replica(ctx, name, problems) for name in _replica_names(settings, ctx['groups'],
-                                                                                      problems)) if r]
+    names = _replica_names(settings, ctx['groups'], problems)
+    replicas = [r for r in (_replica(ctx, name, problems) for name in names) if r]
     _check_replicas(ctx, replicas, problems)
     version = profile['version']
     venv = settings['llmops_gateway_venv'] or '/opt/smg/venv-%s' % version
@@ -220,4 +220,3 @@ def _quote(arg):
     if arg and not any(c in arg for c in ' \t"\'\\;$'):
         return arg
     return '"%s"' % arg.replace('\\', '\\\\').replace('"', '\\"')
-

@@ -223,8 +223,8 @@ def drain(module, client, base, start_listing):
             module.fail_json(msg='cannot tell whether %s finished its requests: %s (set inflight_metrics for a '
                                  'server without SGLang\'s /v1/loads)' % (params['worker_url'], why), drain=result)
         if time.time() > deadline:
-            module.fail_json(msg='%s still has %d request(s) in flight after %d s' % (params['worker_url'], count,
-                                                                                   params['timeout']), drain=result)
+            module.fail_json(msg='%s still has %d request(s) in flight after %d s'
+                             % (params['worker_url'], count, params['timeout']), drain=result)
         time.sleep(params['poll_interval'])
     result['seconds'] = round(time.time() - started, 1)
     return result

@@ -142,7 +142,7 @@ def _launch(tmp_path, args, env):
     full = dict((k, v) for k, v in os.environ.items() if k not in ('CREDENTIALS_DIRECTORY', 'SMG_LAUNCH_API_KEY'))
     full.update(env, PYTHONPATH=str(tmp_path), FAKE_SMG_OUT=str(out))
     proc = subprocess.run([sys.executable, LAUNCHER] + args, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True)
+                          universal_newlines=True, check=False)
     return proc, (json.loads(out.read_text()) if out.exists() else None)
 
 

@@ -19,7 +19,8 @@ lab="$("${root}/tests/bench/setup-lab.sh")"
 bench_python="$(sed -n 's/^BENCH_PYTHON=//p' <<<"${lab}")"
 lab_python="$(sed -n 's/^LAB_PYTHON=//p' <<<"${lab}")"
 tiny_model="$(sed -n 's/^TINY_MODEL=//p' <<<"${lab}")"
-lock="$(ls "${root}"/profiles/locks/smg-*.txt | head -n 1)"
+locks=("${root}"/profiles/locks/smg-*.txt)
+lock="${locks[0]}"
 cache="${XDG_CACHE_HOME:-${HOME}/.cache}/llmops-inference"
 venv="${cache}/smg-$(sha256sum "${lock}" | cut -c1-12)"
 if [ ! -f "${venv}/.complete" ]; then

@@ -118,4 +118,3 @@ def test_no_key_refused_and_colocation_refused():
     groups['sglang_gateways'] = ['ct-a']
     dummy, problems = run('ct-a', hosts, groups)
     assert 'a host of sglang_gateways cannot also be in sglang_servers' in flat(problems)
-
