@@ -31,7 +31,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec i
     RESULT_NAMES,
 )
 
-ROLES = ('deployment', 'sglang_server', 'sglang_benchmark', 'hf_model', 'gpu_partition', 'lxc_gpu')
+ROLES = ('deployment', 'sglang_server', 'sglang_benchmark', 'sglang_gateway', 'hf_model', 'gpu_partition', 'lxc_gpu')
 _ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 # Settings where '' is a value of its own ("render none") rather than "unset".
 _EMPTY_MEANS_NONE = ('llmops_reasoning_parser', 'llmops_tool_call_parser')

@@ -25,7 +25,12 @@ __metaclass__ = type
 import posixpath
 
 from ansible_collections.llmops.inference.plugins.module_utils import deployment as server_resolver
-from ansible_collections.llmops.inference.plugins.module_utils import deployment_hosts, deployment_inputs, model_revision
+from ansible_collections.llmops.inference.plugins.module_utils import (
+    deployment_gateway,
+    deployment_hosts,
+    deployment_inputs,
+    model_revision,
+)
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
 from ansible_collections.llmops.inference.plugins.module_utils.profile_schema import (
     check_hardware,
@@ -178,6 +183,32 @@ def _proxmox(request, loader, settings, problems):
     return deployment_hosts.resolve_proxmox(ctx)
 
 
+def _gateway(request, loader, settings, problems):
+    directory = settings['llmops_profiles_dir'] or request['collection_profiles']
+    try:
+        profile = loader.load(posixpath.join(directory, 'sglang_gateway.yml'))
+    except (IOError, OSError, ValueError):
+        profile = None
+    groups = request.get('groups') or {}
+    replica_settings, served = {}, {}
+    for name in settings['llmops_gateway_replicas'] or groups.get('sglang_servers', []):
+        if name not in groups.get('sglang_servers', []):
+            continue
+        replica_settings[name], dummy = deployment_inputs.read(request['vars_of'](name), {}, Problems(name), 'server')
+        model = replica_settings[name]['llmops_model_profile']
+        r_dir = replica_settings[name]['llmops_profiles_dir'] or request['collection_profiles']
+        try:
+            served[name] = (loader.load(posixpath.join(r_dir, 'models', '%s.yml' % model)) or {}).get(
+                'served_model_name') if model else None
+        except (IOError, OSError, ValueError):
+            served[name] = None  # the replica's own resolution refuses its profile
+    ctx = dict(host=request['host'], settings=settings, groups=groups, replica_settings=replica_settings,
+               served_names=served, gateway_profile=profile, profiles_dir=directory,
+               api_key=request.get('api_key') or '', require_secrets=request.get('require_secrets', True),
+               problems=problems)
+    return deployment_gateway.resolve_gateway(ctx)
+
+
 def resolve(request, loader):
     host = request['host']
     problems = Problems(host)
@@ -187,6 +218,13 @@ def resolve(request, loader):
     deployment_inputs.check_benchmark(variables, problems)
     settings, sources = deployment_inputs.read(variables, request.get('overrides') or {}, problems, 'any')
     groups = request.get('groups') or {}
+    if host in groups.get('sglang_gateways', []):
+        if host in groups.get('sglang_servers', []) or host in groups.get('proxmox_hosts', []):
+            problems.add('sglang_gateways', host, 'a host of sglang_gateways cannot also be in sglang_servers or '
+                         'proxmox_hosts (each inventory host has one llmops_deployment)',
+                         'give the gateway an inventory host of its own (it may be the same machine: ansible_host)')
+            return None, problems
+        return _gateway(request, loader, settings, problems)
     if host in groups.get('sglang_servers', []):
         return _server(request, loader, settings, sources, problems)
     if host in groups.get('proxmox_hosts', []):
@@ -211,4 +249,8 @@ def summary(deployment):
             deployment['host'], len(deployment['gpus']), ', '.join(deployment['vfio_addresses']) or 'none',
             ', '.join(deployment['nvidia_addresses']) or 'none',
             ', '.join(c['host'] for c in deployment['containers']) or 'none')
+    if deployment.get('kind') == 'sglang_gateway':
+        return '%s: smg %s on %s, policy %s, %d replica(s): %s' % (
+            deployment['host'], deployment['gateway']['version'], deployment['http']['url'], deployment['policy'],
+            len(deployment['replicas']), ', '.join('%s (%s)' % (r['host'], r['url']) for r in deployment['replicas']))
     return '%s: %s' % (deployment.get('host'), deployment.get('kind'))

@@ -11,7 +11,8 @@ description. ``roles/deployment/meta/argument_specs.yml`` and docs/reference.md 
 
 ``choices`` is either a tuple or ``'release:<key>'``: the choices of the pinned SGLang release in
 profiles/sglang_releases.yml (plus the ``extra`` values that mean "SGLang's own choice", e.g. ``auto``).
-``scope`` says which hosts read the variable: ``server`` (sglang_servers), ``proxmox`` (proxmox_hosts), ``any``.
+``scope`` says which hosts read the variable: ``server`` (sglang_servers), ``proxmox`` (proxmox_hosts), ``gateway``
+(sglang_gateways), ``any``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -32,11 +33,12 @@ PASSED_BY_PLAYBOOKS = {
     'gpu_partition_host_numa_nodes': 'llmops_host_nvidia_numa_nodes',
     'sglang_server_deployment': 'the llmops_* variables (it is the resolved llmops_deployment)',
     'sglang_benchmark_deployment': 'the llmops_* variables (it is the resolved llmops_deployment)',
+    'sglang_gateway_deployment': 'the llmops_gateway_* variables (it is the resolved llmops_deployment)',
 }
 
 # Prefixes whose variables must be declared somewhere (this table, or a role's argument_specs).
-COLLECTION_PREFIXES = ('llmops_', 'deployment_', 'sglang_server_', 'sglang_benchmark_', 'hf_model_',
-                       'gpu_partition_', 'lxc_gpu_', 'monitoring_')
+COLLECTION_PREFIXES = ('llmops_', 'deployment_', 'sglang_server_', 'sglang_benchmark_', 'sglang_gateway_',
+                       'hf_model_', 'gpu_partition_', 'lxc_gpu_', 'monitoring_')
 
 # Names with the llmops_ prefix that are not settings: the published fact and the secret it does not carry.
 RESULT_NAMES = ('llmops_deployment',)
@@ -68,6 +70,7 @@ _PVE = 'Proxmox host'
 _STEPS = 'deploy steps'
 _PLAN = 'plan'
 _VARIANTS = 'variants'
+_GATEWAY = 'gateway'
 
 VARIABLES = [
     # ---- selection --------------------------------------------------------------------------------------------
@@ -289,6 +292,62 @@ VARIABLES = [
        'Host pattern of the single-role playbooks (playbooks/<role>.yml); null is the role\'s group '
        '(sglang_servers, proxmox_hosts for gpu_partition.yml, prometheus_servers for monitoring.yml).', scope='any',
        group=_STEPS),
+    # ---- gateway (hosts of sglang_gateways; docs/sglang_gateway.md) ---------------------------------------------
+    _v('llmops_gateway_replicas', 'list', [],
+       'Inventory names of the SGLang servers (hosts of sglang_servers) behind this gateway, one replica each (rank 0 '
+       'of its TP group); [] is every host of sglang_servers.', elements='str', scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_worker_address', 'str', None,
+       'On a server: the address the gateway connects to for this replica (http://<address>:<llmops_http_port>); null '
+       'is llmops_http_host, which must then not be a wildcard (0.0.0.0, ::).', group=_GATEWAY),
+    _v('llmops_gateway_host', 'str', '127.0.0.1', "Address the gateway's OpenAI-compatible HTTP server binds (--host).",
+       scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_port', 'int', 30080, 'HTTP port of the gateway (--port), the one URL clients use.',
+       min=PORT_MIN, max=PORT_MAX, scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_policy', 'str', 'cache_aware',
+       'Routing policy (--policy): cache_aware keeps requests with a shared prefix on the replica that has it cached '
+       'and balances the rest. One of the --policy choices of the pinned gateway (profiles/sglang_gateway.yml).',
+       scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_health_check_interval', 'int', 10,
+       'Seconds between health checks of each worker (--health-check-interval-secs; the release default 60 leaves a '
+       'dead replica in rotation for minutes, retries hide it from clients meanwhile).', min=1, scope='gateway',
+       group=_GATEWAY),
+    _v('llmops_gateway_health_check_timeout', 'int', 5, 'Seconds a health check may take (--health-check-timeout-secs).',
+       min=1, scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_health_failure_threshold', 'int', 3,
+       'Consecutive failed health checks before a worker is marked unhealthy (--health-failure-threshold).', min=1,
+       scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_health_success_threshold', 'int', 2,
+       'Consecutive good health checks before an unhealthy worker is healthy again (--health-success-threshold).',
+       min=1, scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_retries', 'int', 5,
+       'Retries of a failed request on another worker (--retry-max-retries); 0 renders --disable-retries.', min=0,
+       scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_cb_failure_threshold', 'int', 10,
+       'Failures that open the circuit breaker of a worker (--cb-failure-threshold); 0 renders '
+       '--disable-circuit-breaker.', min=0, scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_cb_timeout', 'int', 60, 'Seconds an open circuit waits before it tries the worker again '
+       '(--cb-timeout-duration-secs).', min=1, scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_request_timeout', 'int', 1800, 'Seconds a request may take end to end (--request-timeout-secs).',
+       min=1, scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_shutdown_grace', 'int', 180,
+       'Seconds the gateway waits for requests in flight when it stops (--shutdown-grace-period-secs); the unit\'s '
+       'TimeoutStopSec is this plus 30 s, so systemd never kills it mid-drain.', min=1, scope='gateway',
+       group=_GATEWAY),
+    _v('llmops_gateway_prometheus_host', 'str', None,
+       'Address of the Prometheus /metrics listener (--prometheus-host); null is llmops_gateway_host.',
+       scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_prometheus_port', 'int', 29000, 'Port of the Prometheus /metrics listener (--prometheus-port).',
+       min=PORT_MIN, max=PORT_MAX, scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_venv', 'path', None,
+       'Virtualenv of the gateway on its host; null is /opt/smg/venv-<pinned smg version>.', scope='gateway',
+       group=_GATEWAY),
+    _v('llmops_gateway_swap_batch', 'int', 1,
+       'Replicas the rolling swap takes out of rotation at once (playbooks/rolling_swap.yml); at least N - batch '
+       'replicas keep serving, so 1 keeps N-1. Must be below the number of replicas.', min=1, scope='gateway',
+       group=_GATEWAY),
+    _v('llmops_gateway_extra_args', 'list', [],
+       'More `smg launch` arguments with full flag names (never --api-key; the flags above are rendered by the '
+       'resolver).', elements='str', scope='gateway', group=_GATEWAY),
     # ---- variants ---------------------------------------------------------------------------------------------
     _v('llmops_variants', 'list', [],
        'A/B variants the benchmark compares, each resolved like the deployment itself: [{name, description, '

@@ -872,6 +872,92 @@ ROLE_OPTIONS = json.loads(r'''
    "type": "int"
   }
  },
+ "sglang_gateway": {
+  "_facts": [
+   "sglang_gateway_result"
+  ],
+  "sglang_gateway_config_dir": {
+   "default": "/etc/llmops/gateway",
+   "type": "str"
+  },
+  "sglang_gateway_deployment": {
+   "default": "{{ llmops_deployment }}",
+   "type": "dict"
+  },
+  "sglang_gateway_drain_timeout": {
+   "default": 1800,
+   "type": "int"
+  },
+  "sglang_gateway_inflight_metrics": {
+   "default": [],
+   "elements": "str",
+   "type": "list"
+  },
+  "sglang_gateway_install": {
+   "default": true,
+   "type": "bool"
+  },
+  "sglang_gateway_key_delivery": {
+   "choices": [
+    "auto",
+    "credential",
+    "environment"
+   ],
+   "default": "auto",
+   "type": "str"
+  },
+  "sglang_gateway_listen_timeout": {
+   "default": 30,
+   "type": "int"
+  },
+  "sglang_gateway_pip_wheelhouse": {
+   "default": "/var/cache/llmops/smg-wheels",
+   "type": "str"
+  },
+  "sglang_gateway_pip_wheelhouse_src": {
+   "default": "",
+   "type": "str"
+  },
+  "sglang_gateway_poll_interval": {
+   "default": 1,
+   "type": "int"
+  },
+  "sglang_gateway_python": {
+   "default": "/usr/bin/python3",
+   "type": "str"
+  },
+  "sglang_gateway_ready_timeout": {
+   "default": 300,
+   "type": "int"
+  },
+  "sglang_gateway_register_timeout": {
+   "default": 600,
+   "type": "int"
+  },
+  "sglang_gateway_render_root": {
+   "type": "str"
+  },
+  "sglang_gateway_replica": {
+   "type": "dict"
+  },
+  "sglang_gateway_require_ready": {
+   "default": true,
+   "type": "bool"
+  },
+  "sglang_gateway_restart": {
+   "default": "on-failure",
+   "type": "str"
+  },
+  "sglang_gateway_restart_sec": {
+   "default": 5,
+   "type": "int"
+  },
+  "sglang_gateway_service_extra": {
+   "default": [],
+   "elements": "str",
+   "type": "list"
+  }
+ },
  "sglang_server": {
   "_facts": [
    "sglang_server_result"

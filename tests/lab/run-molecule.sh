@@ -116,7 +116,7 @@ if [ "${JOBS}" -le 1 ] || [ "${#SCENARIOS[@]}" -le 1 ]; then
 else
     # Longest first (times of the last runs, docs/testlab.md), so the lanes end close together.
     ORDER=()
-    for s in deploy sglang_server hf_model modules lxc_gpu "${SCENARIOS[@]}"; do
+    for s in deploy sglang_server sglang_gateway hf_model modules lxc_gpu "${SCENARIOS[@]}"; do
         [[ " ${SCENARIOS[*]} " == *" ${s} "* ]] && [[ " ${ORDER[*]:-} " != *" ${s} "* ]] && ORDER+=("${s}")
     done
     printf '%s\n' "${ORDER[@]}" >"${LOGS}/.queue"

@@ -8,6 +8,11 @@ SGLANG_STANDIN_SCENARIO, and serves /health (503 while starting, 200 once ready)
 SGLang's Bearer auth (paths starting /health or /metrics are exempt, as in srt/utils/auth.py). Log lines are the
 texts SGLang, PyTorch, uvicorn and NCCL print (see shared notes and sglang 0.5.23's source); stdout is flushed per
 line so journald sees each one when it is printed.
+For the gateway lab it also answers POST /v1/chat/completions after SGLANG_STANDIN_LATENCY seconds (default 0.2)
+with a canned text that names the host, port and model path it serves (no inference: the lab checks which replica and
+which revision answered; a stream request gets the same text as one SSE chunk per word), and GET /v1/loads with its own count
+of requests in flight in the shape of 0.5.23's srt/entrypoints/v1_loads.py (loads[].num_running_reqs,
+num_waiting_reqs), which the rolling swap's drain waits on.
 
 With --enable-metrics it also serves /metrics as SGLang does (no API key needed): the metric families of the pinned
 release's table (the `metrics:` section of profiles/sglang_releases.yml as JSON, in SGLANG_STANDIN_METRICS) in the
@@ -17,8 +22,9 @@ requests it really answered (tests/sglang/test_parser.py compares it with SGLang
 
 Scenarios: healthy (default), mtp_radix, mamba_no_buffer, not_enough_memory, mamba_memory, nvml_mismatch, cuda_803,
 cuda_35, stall,
-port_in_use (the port is really bound first: any busy port fails the same way), crash_after_ready.
-Env: SGLANG_STANDIN_SCENARIO, SGLANG_STANDIN_DELAY (seconds between lines, default 0.1),
+port_in_use (the port is really bound first: any busy port fails the same way), crash_after_ready,
+chat_error (starts healthy, every chat completion answers 500).
+Env: SGLANG_STANDIN_SCENARIO, SGLANG_STANDIN_DELAY (seconds between lines, default 0.1), SGLANG_STANDIN_LATENCY,
      SGLANG_STANDIN_WORDING (0.5.23 default; "apr" prints "Init torch distributed begin."),
      SGLANG_STANDIN_STARTUP_LOG (the start-up lines replayed: 0.5.23's format strings with known numbers, default
      /opt/standin/share/sglang-startup.log, else tests/fixtures/sglang_startup/ of the checkout).
@@ -38,13 +44,21 @@ import time
 
 try:
     from http.server import BaseHTTPRequestHandler, HTTPServer
+    from socketserver import ThreadingMixIn
 except ImportError:  # pragma: no cover
     raise
 
-STATE = {'ready': False}
+STATE = {'ready': False, 'inflight': 0, 'served': 0}
 # (endpoint, method, status) -> count: what the stand-in answered, for sglang:http_requests/responses_total.
 HTTP_COUNTS = {}
 HTTP_LOCK = threading.Lock()
+LATENCY = float(os.environ.get('SGLANG_STANDIN_LATENCY', '0.2'))
+SCENARIO = os.environ.get('SGLANG_STANDIN_SCENARIO', 'healthy')
+LOCK = threading.Lock()
+
+
+class ThreadingServer(ThreadingMixIn, HTTPServer):
+    daemon_threads = True
 
 
 def log(text, rank=None):
@@ -286,7 +300,64 @@ def make_handler(args):
             if path in ('/model_info', '/get_model_info'):
                 return self._send(200, {'model_path': args.model_path, 'is_generation': True,
                                         'architectures': ['Qwen3_5MoeForConditionalGeneration']})
+            if path == '/v1/loads':
+                with LOCK:
+                    running = STATE['inflight']
+                return self._send(200, {'timestamp': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+                                        'version': '0.5.23', 'loads': [{'dp_rank': 0, 'num_running_reqs': running,
+                                                                        'num_waiting_reqs': 0}]})
             return self._send(404, {'detail': 'Not Found'})
+
+        def do_POST(self):  # noqa: N802 -- http.server API
+            path = self.path.split('?')[0]
+            body = self.rfile.read(int(self.headers.get('Content-Length') or 0))
+            if args.api_key and self.headers.get('Authorization') != 'Bearer %s' % args.api_key:
+                return self._send(401, {'error': 'Unauthorized'})
+            if not STATE['ready']:
+                return self._send(503, {'error': 'starting'})
+            if path != '/v1/chat/completions':
+                return self._send(404, {'detail': 'Not Found'})
+            if SCENARIO == 'chat_error':
+                # Starts healthy, then every generation fails (what a smoke test is for).
+                return self._send(500, {'object': 'error', 'type': 'InternalServerError', 'code': 500,
+                                        'message': 'CUDA error: an illegal memory access was encountered'})
+            try:
+                request = json.loads(body.decode() or '{}')
+            except ValueError:
+                return self._send(400, {'object': 'error', 'message': 'invalid JSON body'})
+            if request.get('model') not in (None, served):
+                return self._send(404, {'object': 'error', 'message': 'The model `%s` does not exist.'
+                                        % request.get('model'), 'type': 'NotFoundError', 'code': 404})
+            with LOCK:
+                STATE['inflight'] += 1
+            try:
+                time.sleep(LATENCY)
+            finally:
+                with LOCK:
+                    STATE['inflight'] -= 1
+                    STATE['served'] += 1
+                    number = STATE['served']
+            text = 'stand-in %s:%d serves %s' % (socket.gethostname(), int(args.port), args.model_path)
+            answer = {'id': 'standin-%d' % number, 'object': 'chat.completion', 'created': int(time.time()),
+                      'model': served, 'choices': [{'index': 0, 'finish_reason': 'stop',
+                                                    'message': {'role': 'assistant', 'content': text}}],
+                      'usage': {'prompt_tokens': 8, 'completion_tokens': 6, 'total_tokens': 14}}
+            if not request.get('stream'):
+                return self._send(200, answer)
+            words = text.split(' ')
+            chunks = [dict(answer, object='chat.completion.chunk', usage=None,
+                           choices=[{'index': 0, 'finish_reason': None,
+                                     'delta': dict({'content': word + (' ' if i < len(words) - 1 else '')},
+                                                   **({'role': 'assistant'} if i == 0 else {}))}])
+                      for i, word in enumerate(words)]
+            chunks.append(dict(answer, object='chat.completion.chunk',
+                               choices=[{'index': 0, 'finish_reason': 'stop', 'delta': {}}]))
+            data = (''.join('data: %s\n\n' % json.dumps(c) for c in chunks) + 'data: [DONE]\n\n').encode()
+            self.send_response(200)
+            self.send_header('Content-Type', 'text/event-stream')
+            self.send_header('Content-Length', str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
     return Handler
 
@@ -347,7 +418,7 @@ def main():
 
     # The HTTP port is bound for real: a busy port fails like uvicorn does.
     try:
-        server = HTTPServer((args.host, int(args.port)), make_handler(args))
+        server = ThreadingServer((args.host, int(args.port)), make_handler(args))
     except socket.error as exc:
         raw('ERROR:    [Errno %d] error while attempting to bind on address (%r, %d): %s'
             % (exc.errno or 98, args.host, int(args.port), 'address already in use'))

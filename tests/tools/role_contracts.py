@@ -149,7 +149,8 @@ def deployment_spec_yaml():
                          % (entry['choices'].split(':', 1)[1],
                             ' plus %s' % ', '.join(repr(x) for x in entry.get('extra') or ()) if entry.get('extra')
                             else ''))
-        hosts = {'server': 'sglang_servers', 'proxmox': 'proxmox_hosts', 'any': 'any host'}[entry['scope']]
+        hosts = {'server': 'sglang_servers', 'proxmox': 'proxmox_hosts', 'gateway': 'sglang_gateways',
+                 'any': 'any host'}[entry['scope']]
         detail = 'Collection-wide setting (%s, %s; %s). Type %s, default %s%s%s. Checked by the resolver, which names ' \
                  'the variable, the value, the rule and the fix.' % (
                      entry['group'], hosts, 'required' if entry['required'] else 'optional', kind, default_text,

@@ -35,7 +35,7 @@ def main(root, out):
     deploy = deploy_messages(os.path.join(out, 'deploy.json'))
     failures = []
     for case in cases:
-        host = ('pve-' if case.get('host') == 'proxmox' else 'ct-') + case['id']
+        host = {'proxmox': 'pve-', 'gateway': 'gw-'}.get(case.get('host'), 'ct-') + case['id']
         with open(os.path.join(out, 'plan', host, 'deployment.json')) as handle:
             planned = json.load(handle)
         plan_msg = flat(planned.get('refusal'))
@@ -47,7 +47,7 @@ def main(root, out):
         if plan_msg != deploy_msg:
             failures.append('case %s: make plan and the deploy refuse differently:\n  plan:   %s\n  deploy: %s'
                             % (case['id'], plan_msg, deploy_msg))
-        if case.get('host') != 'proxmox' and os.path.exists(os.path.join(out, 'plan', host, 'files')):
+        if case.get('host') not in ('proxmox', 'gateway') and os.path.exists(os.path.join(out, 'plan', host, 'files')):
             failures.append('case %s: make plan rendered a unit for a refused host' % case['id'])
     for failure in failures:
         print(failure, file=sys.stderr)

@@ -56,8 +56,8 @@ def test_enough_cases():
 def test_refused_with_variable_value_rule_fix(case, tmp_path):
     all_hosts = bad_inputs.hosts(case, str(tmp_path))
     pve, ct = bad_inputs.names(case)
-    groups = {'proxmox_hosts': [pve], 'sglang_servers': [ct]}
-    target = pve if case.get('host') == 'proxmox' else ct
+    groups = {'proxmox_hosts': [pve], 'sglang_servers': [ct], 'sglang_gateways': [h for h in all_hosts if h.startswith('gw-')]}
+    target = {'proxmox': pve, 'gateway': 'gw-' + case['id']}.get(case.get('host'), ct)
     deployment, problems = run(target, all_hosts, groups)
     message = flat(problems.message()) if problems else ''
     for text in case['expect']:
@@ -66,7 +66,7 @@ def test_refused_with_variable_value_rule_fix(case, tmp_path):
     for line in problems.lines():
         assert 'Fix: ' in line and len(line.split('Fix: ', 1)[1]) > 5, line
     # The other host of the case resolves cleanly: a refusal names the host it belongs to.
-    other = ct if target == pve else pve
+    other = ct if target != ct else pve
     if other == bad_inputs.SHARED_PVE:
         return
     dummy, other_problems = run(other, all_hosts, groups)

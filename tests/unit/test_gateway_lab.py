@@ -1,0 +1,173 @@
+# Copyright (c) llmops.inference contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gateway lab's own parts: the SGLang stand-in's chat answer and /v1/loads count (what the rolling swap's drain
+reads through gateway_workers), and benchmarks/gateway_bench.py's load summary (what the molecule scenario asserts)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from ansible_collections.llmops.inference.plugins.module_utils import gateway_workers as gw
+from ansible_collections.llmops.inference.plugins.module_utils import openai_checks
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
+STANDIN = os.path.join(ROOT, 'tests', 'sglang', 'standin_server.py')
+_spec = importlib.util.spec_from_file_location('gateway_bench', os.path.join(ROOT, 'benchmarks', 'gateway_bench.py'))
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+
+def _answer(server, model):
+    return 'stand-in %s serves %s' % (server, model)
+
+
+def test_summary_segments_per_replica_in_time_order():
+    results = [
+        dict(t=1.0, status=200, seconds=0.2, error=None, answer=_answer('a:1', '/m/r1')),
+        dict(t=1.5, status=200, seconds=0.2, error=None, answer=_answer('b:2', '/m/r1')),
+        dict(t=3.0, status=200, seconds=0.2, error=None, answer=_answer('a:1', '/m/r2')),
+        dict(t=2.0, status=200, seconds=0.2, error=None, answer=_answer('b:2', '/m/r1')),
+        dict(t=4.0, status=502, seconds=1.0, error='bad gateway', answer=None),
+        dict(t=6.0, status=200, seconds=0.2, error=None, answer=_answer('b:2', '/m/r2')),
+    ]
+    summary = bench.summarize(results)
+    assert summary['requests'] == 6 and summary['failed'] == 1
+    assert summary['failures'] == [dict(t=4.0, status=502, error='bad gateway')]
+    assert [(s['model'], s['count']) for s in summary['servers']['a:1']] == [('/m/r1', 1), ('/m/r2', 1)]
+    assert [(s['model'], s['first'], s['last']) for s in summary['servers']['b:2']] == [('/m/r1', 1.5, 2.0),
+                                                                                        ('/m/r2', 6.0, 6.0)]
+    # answers completed at 1.2, 1.7, 2.2, 3.2, 6.2: the longest time without one is 3.0 s
+    assert summary['max_gap_seconds'] == pytest.approx(3.0)
+
+
+def test_summary_of_a_switch_back_has_three_segments():
+    results = [dict(t=float(i), status=200, seconds=0.1, error=None, answer=_answer('a:1', model))
+               for i, model in enumerate(['/m/r1', '/m/r2', '/m/r1'])]
+    assert [s['model'] for s in bench.summarize(results)['servers']['a:1']] == ['/m/r1', '/m/r2', '/m/r1']
+
+
+def _free_port():
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def _get(url, key, body=None):
+    req = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None,
+                                 headers={'Authorization': 'Bearer ' + key, 'Content-Type': 'application/json'})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return json.loads(resp.read().decode())
+
+
+@pytest.fixture
+def standin():
+    port = _free_port()
+    env = dict(os.environ, SGLANG_STANDIN_DELAY='0', SGLANG_STANDIN_LATENCY='0.5')
+    proc = subprocess.Popen([sys.executable, STANDIN, '--model-path', '/srv/models/qwen-rev1', '--served-model-name',
+                             'qwen3.5-122b', '--port', str(port), '--api-key', 'k'], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = 'http://127.0.0.1:%d' % port
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url + '/health', timeout=1)
+            break
+        except Exception:  # pylint: disable=broad-except
+            time.sleep(0.1)
+    yield url, port
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_standin_counts_requests_in_flight_and_names_replica_and_model(standin):
+    url, port = standin
+    answers = []
+    thread = threading.Thread(target=lambda: answers.append(_get(url + '/v1/chat/completions', 'k',
+                                                                 {'model': 'qwen3.5-122b', 'messages': []})))
+    thread.start()
+    time.sleep(0.25)
+    during = gw.inflight_from_loads(_get(url + '/v1/loads?include=core', 'k'), ['num_running_reqs', 'num_waiting_reqs'])
+    thread.join()
+    after = gw.inflight_from_loads(_get(url + '/v1/loads?include=core', 'k'), ['num_running_reqs', 'num_waiting_reqs'])
+    assert (during, after) == (1, 0)
+    text = answers[0]['choices'][0]['message']['content']
+    match = bench.STANDIN_ANSWER.match(text)
+    assert match and match.group('server') == '%s:%d' % (socket.gethostname(), port)
+    assert match.group('model') == '/srv/models/qwen-rev1'
+    assert answers[0]['choices'][0]['finish_reason'] == 'stop'
+
+
+def test_standin_streams_word_by_word_as_the_smoke_stream_check_wants(standin):
+    url, _port = standin
+    req = urllib.request.Request(url + '/v1/chat/completions', data=json.dumps(
+        {'model': 'qwen3.5-122b', 'messages': [], 'stream': True}).encode(), headers={'Authorization': 'Bearer k'})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        lines = [(0.0, line.decode()) for line in resp.read().splitlines(True)]
+    summary = openai_checks.summarize_stream(openai_checks.parse_sse(lines))
+    assert summary['content'].endswith(' serves /srv/models/qwen-rev1') and summary['token_chunks'] == 4
+    assert openai_checks.check_stream(summary)['status'] == 'ok'
+
+
+LAUNCHER = os.path.join(ROOT, 'roles', 'sglang_gateway', 'files', 'usr', 'local', 'libexec', 'llmops', 'smg-launch')
+FAKE_SMG = '''
+import json, os
+def parse_router_args(argv):
+    return argv
+def launch_router(args):
+    with open(os.environ['FAKE_SMG_OUT'], 'w') as out:
+        json.dump(dict(argv=args, env_key=os.environ.get('SMG_LAUNCH_API_KEY')), out)
+'''
+
+
+def _launch(tmp_path, args, env):
+    (tmp_path / 'smg').mkdir(exist_ok=True)
+    (tmp_path / 'smg' / '__init__.py').write_text('')
+    (tmp_path / 'smg' / 'launch_router.py').write_text(FAKE_SMG)
+    out = tmp_path / 'out.json'
+    if out.exists():
+        out.unlink()
+    full = dict((k, v) for k, v in os.environ.items() if k not in ('CREDENTIALS_DIRECTORY', 'SMG_LAUNCH_API_KEY'))
+    full.update(env, PYTHONPATH=str(tmp_path), FAKE_SMG_OUT=str(out))
+    proc = subprocess.run([sys.executable, LAUNCHER] + args, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=False)
+    return proc, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def test_launcher_refuses_to_start_without_the_key_it_was_told_to_expect(tmp_path):
+    creds = tmp_path / 'creds'
+    creds.mkdir()
+    proc, launched = _launch(tmp_path, ['--key-required', '--', '--port', '1'], {'CREDENTIALS_DIRECTORY': str(creds)})
+    assert proc.returncode == 78 and launched is None
+    assert 'no API key (%s/api_key: No such file or directory; no SMG_LAUNCH_API_KEY)' % creds in proc.stderr
+
+
+def test_launcher_takes_the_credential_first_then_the_environment_and_drops_it(tmp_path):
+    creds = tmp_path / 'creds'
+    creds.mkdir()
+    (creds / 'api_key').write_text('cred-key\n')
+    proc, launched = _launch(tmp_path, ['--key-required', '--', '--port', '1'],
+                             {'CREDENTIALS_DIRECTORY': str(creds), 'SMG_LAUNCH_API_KEY': 'env-key'})
+    assert proc.returncode == 0 and launched['argv'] == ['--port', '1', '--api-key', 'cred-key']
+    proc, launched = _launch(tmp_path, ['--key-required', '--', '--port', '1'], {'SMG_LAUNCH_API_KEY': 'env-key'})
+    assert proc.returncode == 0 and launched == dict(argv=['--port', '1', '--api-key', 'env-key'], env_key=None)
+    assert 'env-key' not in proc.stderr + proc.stdout
+
+
+def test_launcher_without_key_required_starts_open_and_refuses_a_key_on_argv(tmp_path):
+    proc, launched = _launch(tmp_path, ['--', '--port', '1'], {})
+    assert proc.returncode == 0 and launched['argv'] == ['--port', '1']
+    proc, launched = _launch(tmp_path, ['--', '--api-key', 'x'], {})
+    assert proc.returncode == 64 and launched is None
