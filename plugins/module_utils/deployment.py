@@ -194,7 +194,8 @@ def resolve_server(ctx, variant=None):
     if group and isinstance(tp, int):
         deployment_tp_group.finish(group, tp, bool(settings['llmops_enable_dp_attention'] and
                                                    (settings['llmops_dp_size'] or 1) > 1),
-                                   settings['llmops_http_port'], problems)
+                                   settings['llmops_http_port'], problems,
+                                   formed_when=[(release.get('flags') or {}).get('parallel_end')])
     host_facts = facts_of_host(ctx, settings)
 
     key_set = bool(ctx.get('api_key'))

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import re
 
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, vram_plan
@@ -167,8 +168,11 @@ def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_fac
                 p2p_trusted=host_facts['nccl_p2p_trusted'],
                 sev_snp=host_facts['sev_snp'], nnodes=group['nnodes'] if group else 1)
     if group:
+        # The launcher's group link (sglang-launch takes it out of SGLang's environment).
         host.update(node_rank=group['node_rank'], dist_init_addr=group['dist_init_addr'],
-                    dist_timeout=group['dist_timeout'], node_env=group['env'])
+                    dist_timeout=group['dist_timeout'],
+                    node_env=dict(group['env'], LLMOPS_TP_GROUP_LINK=json.dumps(group['link'], sort_keys=True,
+                                                                               separators=(',', ':'))))
     plan_values = dict((key, plan.get(key)) for key in ('mem_fraction_static', 'max_running_requests',
                                                         'context_length', 'chunked_prefill_size')
                        if plan and plan.get(key) is not None)

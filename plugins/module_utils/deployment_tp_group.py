@@ -13,7 +13,7 @@ SGLang would not start with or would start wrongly: missing or repeated ranks, a
 from the head's, a missing interface or address. ``finish()`` adds what needs the resolved TP size: the GPUs and TP
 ranks of each node, the rendezvous port block, the environment of the inter-node network.
 
-What SGLang 0.5.23 does with these (pinned source, srt/):
+What the pinned SGLang release does with these (its source, srt/):
   - entrypoints/engine.py:2045-2075 ``_calculate_rank_ranges``: node r runs TP ranks [r*k, (r+1)*k), k = tp / nnodes.
   - distributed/bootstrap.py:226-242 ``_resolve_dist_init_method``: with --dist-init-addr every rank rendezvouses at
     tcp://<addr> (torch's TCPStore, served by global rank 0 on the head; the node's own nccl_port is not used).
@@ -51,6 +51,10 @@ NETWORK_ENV = ('NCCL_SOCKET_IFNAME', 'GLOO_SOCKET_IFNAME', 'NCCL_IB_DISABLE', 'N
 _GROUP_ONLY = ('llmops_node_rank', 'llmops_node_address', 'llmops_nccl_socket_ifname', 'llmops_nccl_ib_hca')
 # server_args.py:835 NUM_DERIVED_PORTS (6) after the rendezvous port itself, with DP attention only.
 DP_DERIVED_PORTS = 6
+# The group link of the sglang_server role's launcher listens on every node one port below the rendezvous port.
+LINK_PORT_OFFSET = -1
+# Seconds the launcher gives SGLang between SIGTERM and SIGKILL when the group goes down (or the node is stopped).
+LINK_STOP_GRACE = 10
 _IFNAME = re.compile(r'^[A-Za-z0-9_.@-]{1,15}(,[A-Za-z0-9_.@-]{1,15})*$')
 _HOSTNAME = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}'
                        r'[A-Za-z0-9])?)*$')
@@ -269,8 +273,19 @@ def environment(group):
     return env
 
 
-def finish(group, tp, dp_attention, http_port, problems):
-    """What needs the resolved TP size: GPUs and TP ranks per node, the port block; refusals in problems."""
+def link(group, formed_when):
+    """The launcher's group link of this node (sglang-launch, LLMOPS_TP_GROUP_LINK): where it listens, the other nodes'
+    link ports, the release's log lines that say the rendezvous is done, the stop grace."""
+    mine = next(r for r in group['ranks'] if r['node_rank'] == group['node_rank'])
+    return dict(host=mine['host'], listen=host_port(mine['address'], group['link_port']),
+                peers=[dict(host=r['host'], address=r['address'], port=group['link_port'])
+                       for r in group['ranks'] if r['host'] != mine['host']],
+                formed_when=[m for m in formed_when if m], stop_grace=LINK_STOP_GRACE)
+
+
+def finish(group, tp, dp_attention, http_port, problems, formed_when=()):
+    """What needs the resolved TP size: GPUs and TP ranks per node, the port block, the group link; refusals in
+    problems. formed_when: the release's log lines after the rendezvous (profiles/sglang_releases.yml parallel_end)."""
     nnodes = group['nnodes']
     per_node = tp // nnodes if tp and tp % nnodes == 0 else None  # else sglang_flags refuses tp_nnodes
     group['gpus_per_node'] = per_node
@@ -285,6 +300,13 @@ def finish(group, tp, dp_attention, http_port, problems):
                                                              http_port),
                      'choose an llmops_dist_init_port outside %d..%d (e.g. 20000)' % (
                          http_port - len(block), http_port))
+    group['link_port'] = group['dist_init_port'] + LINK_PORT_OFFSET
+    if group['link_port'] < 1 or group['link_port'] == http_port or group['link_port'] in block:
+        problems.add('llmops_dist_init_port', group['dist_init_port'], 'the group link of the launcher listens on '
+                     'llmops_dist_init_port - 1 = %d on every node, which is %s' % (
+                         group['link_port'], 'not a port' if group['link_port'] < 1 else 'taken by SGLang'),
+                     'choose another llmops_dist_init_port (e.g. 20000)')
+    group['link'] = link(group, formed_when)
     group['env'] = environment(group)
     return group
 
@@ -298,5 +320,5 @@ def public(group):
     if not group:
         return None
     keys = ('name', 'nnodes', 'node_rank', 'role', 'head', 'head_address', 'dist_init_addr', 'dist_init_port',
-            'dist_timeout', 'port_block', 'ifname', 'ib_hca', 'env', 'gpus_per_node', 'ranks')
+            'dist_timeout', 'port_block', 'link_port', 'link', 'ifname', 'ib_hca', 'env', 'gpus_per_node', 'ranks')
     return dict((k, group.get(k)) for k in keys)

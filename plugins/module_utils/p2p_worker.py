@@ -142,8 +142,9 @@ def _child_env(args):
     env['PYTHONUNBUFFERED'] = '1'
     if args.p2p_disable:
         env['NCCL_P2P_DISABLE'] = '1'
-    else:
+    elif args.nnodes <= 1:
         env.pop('NCCL_P2P_DISABLE', None)  # phase A must really allow P2P
+    # Multi-node mode keeps the server's own NCCL_P2P_DISABLE (the local check's verdict, as rendered).
     return env
 
 

@@ -73,7 +73,13 @@ def test_the_two_nodes_of_the_example_render_one_server():
     strip = lambda argv: [a for i, a in enumerate(argv) if not (argv[i - 1:i] in (['--node-rank'], ['--host'])
                                                                   or a in ('--node-rank', '--host'))]  # noqa: E731
     assert strip(head['argv']) == strip(node['argv'])
-    assert head['environment'] == node['environment'] and head['plan']['kv_cache_tokens'] == node['plan']['kv_cache_tokens']
+    link = lambda env: dict((k, v) for k, v in env.items() if k != 'LLMOPS_TP_GROUP_LINK')  # noqa: E731
+    assert link(head['environment']) == link(node['environment'])
+    assert head['plan']['kv_cache_tokens'] == node['plan']['kv_cache_tokens']
+    # The launcher's group link: each node listens one port below the rendezvous and watches the other node.
+    assert json.loads(node['environment']['LLMOPS_TP_GROUP_LINK']) == dict(
+        host='gpu-node-b', listen='10.10.0.2:19999', peers=[dict(host='gpu-node-a', address='10.10.0.1', port=19999)],
+        formed_when=['Init parallel ends.'], stop_grace=10)
     ranks = head['tp_group']['ranks']
     assert [(r['host'], r['node_rank'], r['address'], r['tp_ranks']) for r in ranks] == [
         ('gpu-node-a', 0, '10.10.0.1', [0, 7]), ('gpu-node-b', 1, '10.10.0.2', [8, 15])]
