@@ -167,9 +167,9 @@ def _check_same(host, head, mine, theirs, name, problems, compared):
     for key in compared:
         if mine.get(key) != theirs.get(key):
             problems.add(key, mine.get(key) if mine.get(key) is not None else NOVALUE,
-                         'differs within TP group %s: the head %s (rank 0) has %r, and every node runs the same server '
+                         'differs within TP group %s: the head %s (rank 0) has %s, and every node runs the same server '
                          '(SGLang does not compare them: the nodes would plan and shard differently)'
-                         % (name, head, theirs.get(key)),
+                         % (name, head, 'null' if theirs.get(key) is None else repr(theirs.get(key))),
                          'set %s once in the group_vars of %s (and remove what overrides it on %s)' % (key, name, host))
 
 

@@ -2,8 +2,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """make plan of inventories/multinode (runme.sh case 1): each node's unit states its rank, the head's rendezvous, its
-bind address and the inter-node environment; the two units differ in nothing else; plan.md has the topology."""
+bind address, the inter-node environment and its launcher's group link to the other node; the two units differ in
+nothing else; plan.md has the topology."""
 
+import json
 import os
 import re
 import shlex
@@ -17,7 +19,7 @@ def unit(plan, host):
         text = handle.read()
     start = re.search(r'^ExecStart=(.*)$', text, re.M).group(1)
     argv = shlex.split(start.split(' -- ', 1)[1])
-    env = dict(line.split('=', 1)[1].split('=', 1) for line in re.findall(r'^Environment=(.*)$', text, re.M))
+    env = dict(shlex.split(line)[0].split('=', 1) for line in re.findall(r'^Environment=(.*)$', text, re.M))
     return argv, env
 
 
@@ -36,6 +38,9 @@ def main(plan):
         for key, value in (('NCCL_SOCKET_IFNAME', 'ens5f0'), ('GLOO_SOCKET_IFNAME', 'ens5f0'), ('NCCL_IB_DISABLE', '1'),
                            ('CUDA_VISIBLE_DEVICES', '0,1,2,3,4,5,6,7')):
             assert env.get(key) == value, (host, key, env)
+        link = json.loads(env.pop('LLMOPS_TP_GROUP_LINK'))
+        other = 'gpu-node-b' if host == 'gpu-node-a' else 'gpu-node-a'
+        assert link['host'] == host and [p['host'] for p in link['peers']] == [other], link
         nodes[host] = ([a for i, a in enumerate(argv) if a not in ('--node-rank', '--host')
                         and argv[i - 1] not in ('--node-rank', '--host')], env)
         with open(os.path.join(plan, host, 'plan.md')) as handle:

@@ -56,7 +56,7 @@ def test_enough_cases():
 def test_refused_with_variable_value_rule_fix(case, tmp_path):
     all_hosts = bad_inputs.hosts(case, str(tmp_path))
     pve, ct = bad_inputs.names(case)
-    groups = {'proxmox_hosts': [pve], 'sglang_servers': [ct]}
+    groups = bad_inputs.groups(case)
     target = pve if case.get('host') == 'proxmox' else ct
     deployment, problems = run(target, all_hosts, groups)
     message = flat(problems.message()) if problems else ''
