@@ -117,7 +117,7 @@ def _record(ctx, settings, gpu, tp, version, instance):
 
 def _group_record(ctx, settings, gpu, tp, version, out, group):
     """The measured free memory of a TP group: every node's own measurement, the smallest one. SGLang sizes the
-    pools of every rank from the minimum over the ranks (distributed/bootstrap.py:196-203: get_available_gpu_memory
+    pools of every rank from the minimum over the ranks (distributed/bootstrap.py:193-212: get_available_gpu_memory
     with distributed=True all-reduces the minimum), so one node's figure alone would overestimate the others'."""
     found = []
     for item in group['ranks']:

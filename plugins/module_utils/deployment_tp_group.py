@@ -15,9 +15,9 @@ ranks of each node, the rendezvous port block, the environment of the inter-node
 
 What the pinned SGLang release does with these (its source, srt/):
   - entrypoints/engine.py:2045-2075 ``_calculate_rank_ranges``: node r runs TP ranks [r*k, (r+1)*k), k = tp / nnodes.
-  - distributed/bootstrap.py:226-242 ``_resolve_dist_init_method``: with --dist-init-addr every rank rendezvouses at
+  - distributed/bootstrap.py:233-249 ``_resolve_dist_init_method``: with --dist-init-addr every rank rendezvouses at
     tcp://<addr> (torch's TCPStore, served by global rank 0 on the head; the node's own nccl_port is not used).
-  - server_args.py:815-848 ``PortArgs.init_new``: with DP attention the head also binds port+1 .. port+6 (ZMQ).
+  - server_args.py:820-848 ``PortArgs.init_new``: with DP attention the head also binds port+1 .. port+6 (ZMQ).
   - entrypoints/engine.py:1234-1290: a node of rank >= 1 runs no tokenizer or HTTP server, only a dummy health server
     on --host/--port whose /health always answers 200, and ignores SIGTERM until rank 0's ShutdownReq arrives.
   - arg_groups/validation_hook.py:179: tp_size x pp_size must be divisible by nnodes (sglang_flags pre-check).

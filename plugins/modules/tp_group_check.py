@@ -11,7 +11,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: tp_group_check
 short_description: Check the nodes of a multi-node TP group against each other before any of them changes
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - An action that runs on the controller only. For a node of a TP group (C(llmops_deployment.tp_group)) it reads
     every node's registered result from hostvars and refuses, naming the node (and, for the probe, the pair of nodes

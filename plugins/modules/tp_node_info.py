@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: tp_node_info
 short_description: What a node of a multi-node TP group has that the other nodes must agree with
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Reads, without changing anything, what llmops.inference.tp_group_check compares across the nodes of a TP group
     before any of them changes - the loaded NVIDIA kernel module's version, the SGLang, torch and NCCL versions of

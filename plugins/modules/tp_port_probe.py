@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: tp_port_probe
 short_description: A real TCP probe between the nodes of a multi-node TP group, bounded in time
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - "Run on every node of the group at the same time (C(async) and C(poll: 0), then C(async_status)). Each node
     listens on O(listen) on its inter-node O(address) and connects to every O(connect) target of the other nodes,
