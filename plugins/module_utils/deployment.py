@@ -21,13 +21,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import posixpath
 import re
 
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, sglang_layout, sglang_release, sglang_startup
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts as config_facts
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
-from ansible_collections.llmops.inference.plugins.module_utils import deployment_fits
+from ansible_collections.llmops.inference.plugins.module_utils import deployment_fits, deployment_tp_group
+from ansible_collections.llmops.inference.plugins.module_utils import tp_group_topology
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_engine import plan_inputs, render, run_plan
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_server_checks import (
     API_KEY,
@@ -91,6 +93,9 @@ def _record(ctx, settings, gpu, tp, version, instance):
     out['startup_memory_file'] = sglang_startup.measurement_file(where['dir'], settings['llmops_gpu_profile'], tp)
     if settings['llmops_plan_free_memory_before_load_gib'] is not None or not settings['llmops_plan_use_measured_memory']:
         return out
+    group = ctx.get('tp_group')
+    if group and ctx.get('record_base'):
+        return _group_record(ctx, settings, gpu, tp, version, out, group)
     try:
         data = where['load'](out['startup_memory_file'])
     except (IOError, OSError, ValueError):
@@ -107,6 +112,34 @@ def _record(ctx, settings, gpu, tp, version, instance):
                    '%s), used instead of the hardware profile\'s estimate %.2f GiB (memory.total - startup_overhead_gib)'
                    % (value, data.get('instance') or '?', settings['llmops_gpu_profile'], tp, version,
                       out['startup_memory_file'], estimate))
+    return out
+
+
+def _group_record(ctx, settings, gpu, tp, version, out, group):
+    """The measured free memory of a TP group: every node's own measurement, the smallest one. SGLang sizes the
+    pools of every rank from the minimum over the ranks (distributed/bootstrap.py:193-212: get_available_gpu_memory
+    with distributed=True all-reduces the minimum), so one node's figure alone would overestimate the others'."""
+    found = []
+    for item in group['ranks']:
+        path = sglang_startup.measurement_file(posixpath.join(ctx['record_base'], item['host']),
+                                               settings['llmops_gpu_profile'], tp)
+        try:
+            data = ctx['record']['load'](path)
+        except (IOError, OSError, ValueError):
+            return out  # a node without a measurement: the profile's estimate for all
+        value, why = sglang_startup.usable_measurement(data, settings['llmops_gpu_profile'], tp, version)
+        if value is None:
+            out['note'] = ('free memory before load: %s of node %s is not used (%s); the plan uses the hardware '
+                           'profile\'s estimate' % (path, item['host'], why))
+            return out
+        found.append((value, item['host'], path, data))
+    value, host, path, data = min(found, key=lambda f: f[0])
+    estimate = (gpu.get('memory_total_mib') or 0) / 1024.0 - float(gpu.get('startup_overhead_gib') or 0)
+    out['measured'] = dict(free_memory_before_load_gib=value, file=path, instance=data.get('instance'),
+                           start=data.get('start'), profile_estimate_gib=round(estimate, 3), node=host)
+    out['note'] = ('free memory before load: %.2f GiB, the smallest of the %d nodes of TP group %s (measured on %s, '
+                   '%s), used instead of the hardware profile\'s estimate %.2f GiB; SGLang sizes every rank from the '
+                   'minimum' % (value, len(found), group['name'], host, path, estimate))
     return out
 
 
@@ -151,8 +184,18 @@ def resolve_server(ctx, variant=None):
         tp, tp_source = serving.get('tp_size'), 'profile'
     settings = dict(settings)
     settings['_tp'] = tp
-    indices = check_gpus(ctx, settings, tp, problems)
-    lxc = check_lxc(ctx, settings, tp, problems)
+    group = ctx.get('tp_group')
+    nnodes = group['nnodes'] if group else 1
+    # The GPUs of this node: a node of a TP group holds tp / nnodes of them (sglang_flags refuses the rest).
+    node_tp = tp // nnodes if isinstance(tp, int) and tp % nnodes == 0 else tp
+    # A node whose group was refused has no per-node GPU count to check against (the group's refusal says why).
+    indices = check_gpus(ctx, settings, tp if group or not settings['llmops_tp_group'] else None, problems, nnodes)
+    lxc = check_lxc(ctx, settings, node_tp, problems)
+    if group and isinstance(tp, int):
+        deployment_tp_group.finish(group, tp, bool(settings['llmops_enable_dp_attention'] and
+                                                   (settings['llmops_dp_size'] or 1) > 1),
+                                   settings['llmops_http_port'], problems,
+                                   formed_when=[(release.get('flags') or {}).get('parallel_end')])
     host_facts = facts_of_host(ctx, settings)
 
     key_set = bool(ctx.get('api_key'))
@@ -220,8 +263,9 @@ def resolve_server(ctx, variant=None):
         if plan is not None:
             if record['measured'] is not None:
                 plan['free_memory_source'] = 'measured on this host'
-            title = '%s: %s on %dx %s, TP%d' % (ctx['host'], model.get('name'), tp, gpu.get('display_name') or
-                                                gpu.get('name'), tp)
+            title = '%s: %s on %s%dx %s, TP%d' % (
+                ctx['host'], model.get('name'), '%d nodes x ' % nnodes if group else '', node_tp,
+                gpu.get('display_name') or gpu.get('name'), tp)
             if not plan['fits'] and settings['llmops_plan_must_fit']:
                 problems.add('llmops_plan_min_headroom_gib', settings['llmops_plan_min_headroom_gib'],
                              '%s: %s' % (plan['verdict'], (plan['limits'] or [''])[0]),
@@ -233,9 +277,14 @@ def resolve_server(ctx, variant=None):
             plan['report_markdown'] = render_markdown(plan, title, flags)
             plan['report_lines'] = render_text(plan, title)
             plan['title'] = title
+            if group and group.get('port_block'):
+                shown = (deployment_tp_group.public(group), group['head_http_host'], settings['llmops_http_port'],
+                         'sglang-%s.service' % instance, gpu.get('display_name') or gpu.get('name'))
+                plan['report_markdown'] += tp_group_topology.markdown(*shown)
+                plan['report_lines'] += [''] + tp_group_topology.picture(*shown)
             if variant is None:
-                # The GPUs this server can use (the container's), else what the host has.
-                max_gpus = len(indices) if indices else (inputs['max_tp'] or tp)
+                # The GPUs this server can use (the container's), else what the host has (one node of a TP group).
+                max_gpus = len(indices) if indices else (inputs['max_tp'] or node_tp)
                 fits = deployment_fits.table(prof.get('models') or {}, gpu, release, max_gpus,
                                              current=settings['llmops_model_profile'])
                 plan['what_else_fits'] = fits
@@ -245,7 +294,7 @@ def resolve_server(ctx, variant=None):
     command = list(launcher) + argv
     environment = rendered['env'] if rendered else {}
     served = model_facts['served_model_name']
-    http_host = settings['llmops_http_host']
+    http_host = settings['llmops_http_host'] if not group or group['is_head'] else '127.0.0.1'
     url_host = '127.0.0.1' if http_host in ('0.0.0.0', '::', '') else http_host
     if ':' in url_host and not url_host.startswith('['):
         url_host = '[%s]' % url_host
@@ -267,16 +316,19 @@ def resolve_server(ctx, variant=None):
                     parser_python=settings['llmops_parser_python']),
         model=model_facts,
         gpus=dict(profile=settings['llmops_gpu_profile'], display_name=gpu.get('display_name') or gpu.get('name'),
-                  indices=indices, count=len(indices) if indices else tp, compute_capability=gpu.get('compute_capability'),
+                  indices=indices, count=len(indices) if indices else node_tp,
+                  compute_capability=gpu.get('compute_capability'),
                   memory_total_mib=gpu.get('memory_total_mib')),
-        parallel=dict(tp_size=tp, pp_size=1, nnodes=1, node_rank=0, dp_size=settings['llmops_dp_size'],
+        parallel=dict(tp_size=tp, pp_size=1, nnodes=nnodes, node_rank=group['node_rank'] if group else 0,
+                      dist_init_addr=group['dist_init_addr'] if group else None,
+                      dist_timeout=group['dist_timeout'] if group else None, dp_size=settings['llmops_dp_size'],
                       enable_dp_attention=settings['llmops_enable_dp_attention'],
                       attn_tp_size=plan['attn_tp_size'] if plan else None),
         http=dict(host=http_host, port=settings['llmops_http_port'],
                   url='http://%s:%s' % (url_host, settings['llmops_http_port'])),
         auth=dict(api_key_set=key_set, allow_no_api_key=settings['llmops_allow_no_api_key']),
         metrics=_metrics_of(release, settings['llmops_enable_metrics'], url_host, settings['llmops_http_port']),
-        lxc=lxc, host_facts=host_facts,
+        lxc=lxc, host_facts=host_facts, tp_group=deployment_tp_group.public(group),
         settings=None, plan=plan, plan_error=plan_error,
         argv=argv, command=command, exec_start=sglang_flags.exec_start(command),
         environment=environment,

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import re
 
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, vram_plan
@@ -139,9 +140,12 @@ def run_plan(ctx, settings, inputs, problems):
 
 
 def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_facts, host_facts, indices, problems):
+    group = ctx.get('tp_group')
     server = dict(
         model_path=model_facts['path'], served_model_name=model_facts['served_model_name'],
-        host=settings['llmops_http_host'], port=settings['llmops_http_port'], tp_size=tp,
+        # A node of rank >= 1 serves no clients, only SGLang's health stub: on loopback (docs/multinode.md).
+        host=settings['llmops_http_host'] if not group or group['is_head'] else '127.0.0.1',
+        port=settings['llmops_http_port'], tp_size=tp,
         speculative_num_draft_tokens=draft, speculative_num_steps=steps if draft else None,
         speculative_eagle_topk=settings.get('_speculative_eagle_topk'),
         speculative_draft_model_path=settings.get('_draft_model_path'),
@@ -162,7 +166,13 @@ def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_fac
     host = dict(gpu_indices=indices, compute_capability=gpu.get('compute_capability'),
                 gpu_name=settings['llmops_gpu_profile'], p2p_verdict=ctx.get('p2p_verdict') or None,
                 p2p_trusted=host_facts['nccl_p2p_trusted'],
-                sev_snp=host_facts['sev_snp'], nnodes=1)
+                sev_snp=host_facts['sev_snp'], nnodes=group['nnodes'] if group else 1)
+    if group:
+        # The launcher's group link (sglang-launch takes it out of SGLang's environment).
+        host.update(node_rank=group['node_rank'], dist_init_addr=group['dist_init_addr'],
+                    dist_timeout=group['dist_timeout'],
+                    node_env=dict(group['env'], LLMOPS_TP_GROUP_LINK=json.dumps(group['link'], sort_keys=True,
+                                                                               separators=(',', ':'))))
     plan_values = dict((key, plan.get(key)) for key in ('mem_fraction_static', 'max_running_requests',
                                                         'context_length', 'chunked_prefill_size')
                        if plan and plan.get(key) is not None)

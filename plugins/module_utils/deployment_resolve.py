@@ -29,6 +29,7 @@ from ansible_collections.llmops.inference.plugins.module_utils import (
     deployment_gateway,
     deployment_hosts,
     deployment_inputs,
+    deployment_tp_group,
     model_revision,
 )
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
@@ -134,6 +135,9 @@ def _server(request, loader, settings, sources, problems):
                p2p_verdict=request.get('p2p_verdict') or '', require_secrets=request.get('require_secrets', True),
                model_lock=lock, model_lock_file=lock_file, model_commit=request.get('model_commit') or None,
                problems=problems)
+    # A node of a multi-node TP group: its peers' variables, checked against the head's (docs/multinode.md).
+    ctx['tp_group'] = deployment_tp_group.read(request, settings, problems)
+    ctx['record_base'] = record_dir
     deployment, problems = server_resolver.resolve_server(ctx)
     variants = server_resolver.check_variants(settings['llmops_variants'], problems)
     if deployment is None or problems:

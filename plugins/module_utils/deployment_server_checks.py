@@ -167,14 +167,17 @@ def check_draft(settings, model, model_facts, problems):
                     'serving.speculative.draft.hf_revision' % (repo_id, revision)))
 
 
-def check_gpus(ctx, settings, tp, problems):
+def check_gpus(ctx, settings, tp, problems, nnodes=1):
     indices = settings['llmops_gpu_indices'] or []
     bad = [i for i in indices if i < 0]
     if bad:
         problems.add('llmops_gpu_indices', indices, 'nvidia-smi indices are >= 0', 'list the indices nvidia-smi shows')
     if len(set(indices)) != len(indices):
         problems.add('llmops_gpu_indices', indices, 'each GPU index once', 'remove the duplicates')
-    if indices and tp is not None and len(indices) != tp:
+    if indices and tp is not None and nnodes > 1 and tp % nnodes == 0 and len(indices) != tp // nnodes:
+        problems.add('llmops_gpu_indices', indices, 'TP %d over %d nodes needs exactly %d GPU indices on each node'
+                     % (tp, nnodes, tp // nnodes), 'list %d distinct indices of this node' % (tp // nnodes))
+    elif indices and tp is not None and nnodes == 1 and len(indices) != tp:
         problems.add('llmops_gpu_indices', indices, 'TP %d needs exactly %d GPU indices' % (tp, tp),
                      'list %d distinct indices, or set llmops_tp_size: %d' % (tp, len(indices)))
     return indices

@@ -71,6 +71,7 @@ _STEPS = 'deploy steps'
 _PLAN = 'plan'
 _VARIANTS = 'variants'
 _GATEWAY = 'gateway'
+_MULTINODE = 'multi-node'
 
 VARIABLES = [
     # ---- selection --------------------------------------------------------------------------------------------
@@ -220,6 +221,36 @@ VARIABLES = [
        min=VMID_MIN, max=VMID_MAX, group=_LXC),
     _v('llmops_lxc_numa_node', 'int', None,
        'NUMA node of llmops_lxc_host whose nvidia GPUs the container gets.', min=0, group=_LXC),
+    # ---- multi-node tensor parallelism (docs/multinode.md) ----------------------------------------------------
+    _v('llmops_tp_group', 'str', None,
+       'Name of the inventory group whose hosts (all of sglang_servers) serve one model together with tensor '
+       'parallelism across them: --nnodes is their number, llmops_tp_size the total over all of them. Set it in '
+       "that group's group_vars; null is a single-node server.", group=_MULTINODE),
+    _v('llmops_node_rank', 'int', None,
+       "This node's rank in its TP group (--node-rank): 0 is the head, the only node that serves HTTP to clients "
+       'and the gateway; every rank 0..N-1 exactly once. Required in a group (the rank never comes from the '
+       'inventory order).', min=0, group=_MULTINODE),
+    _v('llmops_node_address', 'str', None,
+       "This node's IP address on the inter-node network (an address of llmops_nccl_socket_ifname): the head's is "
+       'the host of --dist-init-addr, and the preflight probes every node at its address. Required in a group.',
+       group=_MULTINODE),
+    _v('llmops_dist_init_port', 'int', 20000,
+       "TCP port of the rendezvous on the head (--dist-init-addr <head address>:<port>, torch.distributed's "
+       'TCPStore; with DP attention SGLang also binds the next 6 ports). Keep it below the nodes\' ephemeral range '
+       '(net.ipv4.ip_local_port_range, 32768 by default) so no outgoing connection can hold it.',
+       min=PORT_MIN, max=PORT_MAX, group=_MULTINODE),
+    _v('llmops_dist_timeout', 'int', 600,
+       '--dist-timeout in seconds: how long each rank waits at the rendezvous for the others (and torch.distributed '
+       "waits for a collective); a node that does not come up within it fails the group's start with the "
+       'rendezvous timeout.', min=1, group=_MULTINODE),
+    _v('llmops_nccl_socket_ifname', 'str', None,
+       'Network interface between the nodes: NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME (NCCL\'s bootstrap and socket '
+       "transport, and the gloo CPU groups SGLang creates). Required in a group: left alone NCCL and gloo may pick "
+       'a bridge, a VPN or the loopback interface.', group=_MULTINODE),
+    _v('llmops_nccl_ib_hca', 'str', None,
+       'InfiniBand/RoCE adapters NCCL may use between the nodes (NCCL_IB_HCA, e.g. mlx5_0,mlx5_1); null renders '
+       'NCCL_IB_DISABLE=1, so NCCL uses TCP on llmops_nccl_socket_ifname. Further NCCL_IB_* settings go to '
+       'llmops_environment.', group=_MULTINODE),
     # ---- Proxmox host -----------------------------------------------------------------------------------------
     _v('llmops_host_gpus', 'list', None,
        "The host's GPUs as llmops.inference.gpu_info reports them: [{address: '0000:81:00.0', numa_node: 1}, ...].",

@@ -11,6 +11,11 @@ Verdicts:
                          P2P allowed.
   use_nccl_p2p_disable   the P2P-allowed phase corrupted, failed or hung, and NCCL with NCCL_P2P_DISABLE=1 was correct.
   nccl_broken            both phases failed (or the second was not allowed to run).
+
+Multi-node mode (one run on every node of a TP group at once, p2p_worker --nnodes):
+  nodes_ok               this node's ranks joined the rendezvous at --dist-init-addr and one all-reduce over every
+                         node's ranks summed exactly, in time.
+  nodes_broken           anything else (the reason names the stage: rendezvous, communicator init, all-reduce).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +26,8 @@ import json
 import re
 
 VERDICTS = ('p2p_ok', 'use_nccl_p2p_disable', 'nccl_broken')
+NODE_VERDICTS = ('nodes_ok', 'nodes_broken')
+BACKENDS = ('nccl', 'gloo')
 FAULTS = ('none', 'corrupt_copy', 'corrupt_allreduce', 'hang_nccl')
 MAX_EVIDENCE = 60
 
@@ -164,8 +171,8 @@ def _copy_problems(copy, copy_timeout):
     return problems
 
 
-def _rank_problems(rank, nccl_timeout):
-    label = 'rank %d (GPU %d)' % (rank['rank'], rank['gpu'])
+def _rank_problems(rank, nccl_timeout, cpu=False):
+    label = 'rank %d (%s)' % (rank['rank'], 'CPU, gloo' if cpu else 'GPU %d' % rank['gpu'])
     stage = STAGE_WORDS.get(rank.get('last_stage'), rank.get('last_stage'))
     result = rank.get('result') or {}
     problems = []
@@ -236,7 +243,7 @@ def summarize_phase(doc, rc=0, label=None):
     else:
         rank_problems = []
         for rank in nccl.get('ranks') or []:
-            rank_problems.extend(_rank_problems(rank, nccl_timeout))
+            rank_problems.extend(_rank_problems(rank, nccl_timeout, nccl.get('backend') == 'gloo'))
             lines.extend(rank.get('log') or [])
         summary['nccl_ok'] = not rank_problems and bool(nccl.get('ranks'))
         problems.extend(rank_problems)
@@ -257,7 +264,8 @@ def summarize_phase(doc, rc=0, label=None):
     summary['p2p_disable_env'] = log['env_set'].get('NCCL_P2P_DISABLE')
     if log['init_timings_s']:
         summary['nccl_init_total_s'] = max(log['init_timings_s'].values())
-    if summary['nccl_ok'] and log['init_complete'] == 0 and not doc.get('simulated'):
+    if summary['nccl_ok'] and log['init_complete'] == 0 and not doc.get('simulated') and \
+            (nccl or {}).get('backend') != 'gloo':
         problems.append('no rank logged NCCL "Init COMPLETE" although the all-reduce returned')
         summary['nccl_ok'] = False
     summary['problems'].extend(problems)
@@ -364,6 +372,9 @@ def worker_args(options, p2p_disable, skip_copy=False):
         args.append('--p2p-disable')
     if skip_copy:
         args.append('--skip-copy')
+    if int(options.get('nnodes') or 1) > 1:
+        args += ['--nnodes', str(int(options['nnodes'])), '--node-rank', str(int(options['node_rank'])),
+                 '--dist-init-addr', str(options['dist_init_addr']), '--backend', options.get('backend') or 'nccl']
     return args
 
 
@@ -434,3 +445,75 @@ def pairs_markdown(pairs):
         cells = ' | '.join(rows[key].get(s, '-') for s in sizes)
         out.append('| %s->%s | %s | %s | %s |' % (key[0], key[1], key[2], 'yes' if peer.get(key[:2]) else 'no', cells))
     return '\n'.join(out)
+
+
+def _stage_text(phase_doc):
+    """Where the ranks of this node stopped, in words (the furthest stage reached by any of them)."""
+    ranks = ((phase_doc or {}).get('nccl') or {}).get('ranks') or []
+    stages = [r.get('last_stage') for r in ranks]
+    order = [None, 'start', 'init_start', 'init_done', 'allreduce_start', 'allreduce_done', 'bench_done', 'done']
+    furthest = max(stages, key=lambda st: order.index(st) if st in order else 0) if stages else None
+    if furthest == 'init_start':
+        return 'the rendezvous at --dist-init-addr and the communicator init (the other nodes never joined, or '\
+               'could not be reached)'
+    return STAGE_WORDS.get(furthest, furthest)
+
+
+def run_nodes(run_phase, options):
+    """The multi-node all-reduce on this node (every node runs it at the same time): one worker run, one verdict.
+
+    run_phase(p2p_disable, skip_copy) -> (rc, stdout, stderr). Returns the module's result dict with verdict
+    nodes_ok / nodes_broken; 'fatal' when this node could not even start its ranks (no torch, no CUDA).
+    """
+    rc, stdout, stderr = run_phase(False, True)
+    doc = parse_worker_stdout(stdout)
+    phase = summarize_phase(doc, rc, 'nodes')
+    if doc is None and stderr:
+        phase['problems'].append('worker stderr: %s' % ' | '.join(stderr.strip().splitlines()[-5:]))
+    result = {'phases': {'nodes': phase}, 'raw': {'nodes': doc}}
+    if phase['fatal']:
+        result['fatal'] = phase['fatal']
+        return result
+    nccl = (doc or {}).get('nccl') or {}
+    backend = nccl.get('backend') or options.get('backend') or 'nccl'
+    world = nccl.get('world')
+    mine = [r.get('rank') for r in nccl.get('ranks') or []]
+    where = 'tcp://%s' % options.get('dist_init_addr')
+    if phase['ok']:
+        verdict = 'nodes_ok'
+        reason = ('node %s: global rank%s %s of %s joined the rendezvous at %s and one %s all-reduce of %s MiB over '
+                  'all %s nodes summed exactly (%s%s)' % (
+                      options.get('node_rank'), 's' if len(mine) > 1 else '', _ranks_text(mine), world, where, backend,
+                      options.get('allreduce_mib', 256), options.get('nnodes'), _timing_text(phase),
+                      ', over %s' % _transport_text(phase) if backend == 'nccl' else ''))
+    else:
+        verdict = 'nodes_broken'
+        reason = ('node %s: the %s all-reduce over %s nodes (global ranks %s of %s, rendezvous %s) failed in %s: %s' % (
+            options.get('node_rank'), backend, options.get('nnodes'), _ranks_text(mine), world, where,
+            _stage_text(doc), _problems_text(phase['problems'])))
+    result.update({
+        'verdict': verdict, 'reason': reason, 'notes': [], 'nccl_p2p_disable': False, 'recommended_env': {},
+        'recommended_sglang_args': [], 'evidence': phase['evidence'][:MAX_EVIDENCE],
+        'nodes': {'nnodes': options.get('nnodes'), 'node_rank': options.get('node_rank'), 'world': world,
+                  'ranks': mine, 'dist_init_addr': options.get('dist_init_addr'), 'backend': backend},
+        'transports': {'nodes': phase['transports']}, 'init_s': {'nodes': phase['init_s']},
+        'allreduce': {'nodes': {'ok': phase['nccl_ok'], 'seconds': phase['allreduce_s'],
+                                'algbw_gbps': phase['algbw_gbps'], 'busbw_gbps': phase['busbw_gbps'],
+                                'nccl_init_total_s': phase['nccl_init_total_s']}},
+        'versions': {'nccl': phase.get('nccl_version'), 'driver': (doc or {}).get('driver_version')},
+        'pairs': [], 'gpus': ((doc or {}).get('probe') or {}).get('devices') or [],
+    })
+    return result
+
+
+def _ranks_text(ranks):
+    ranks = sorted(r for r in ranks if r is not None)
+    if not ranks:
+        return '?'
+    return '%d-%d' % (ranks[0], ranks[-1]) if len(ranks) > 1 else str(ranks[0])
+
+
+def rank_log_lines(raw):
+    """Every line the ranks of a worker run printed (for the failure classifier)."""
+    ranks = (((raw or {}).get('nccl') or {}).get('ranks')) or []
+    return [line for rank in ranks for line in rank.get('log') or []]

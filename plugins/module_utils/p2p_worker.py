@@ -13,6 +13,13 @@ Top-level imports are stdlib only (ansible-test sanity imports every module_util
 the child roles only. One invocation checks one phase (P2P allowed, or --p2p-disable) and prints one JSON document;
 p2p_verdict.run_preflight decides whether a second phase is needed and what the verdict is.
 
+Multi-node mode (--nnodes N --node-rank R --dist-init-addr HOST:PORT, run on every node of a TP group at the same
+time): no copy test; the local GPUs are global ranks R*k .. R*k+k-1 of one all-reduce over all N*k ranks,
+rendezvousing at tcp://HOST:PORT (torch's TCPStore, served by global rank 0 on the head) exactly as SGLang's
+--dist-init-addr does, with the environment the server gets (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME, ...).
+--backend gloo runs the same all-reduce on CPU tensors (one rank per node unless --gpus lists more): the CPU groups
+SGLang creates over GLOO_SOCKET_IFNAME, and a rendezvous proof on hosts without GPUs. p2p_verdict.run_nodes decides.
+
 Process layout, so that every GPU step can be killed on a hang and leaves no CUDA context behind:
 
     phase parent (no torch, no CUDA)
@@ -108,6 +115,11 @@ def build_parser():
     parser.add_argument('--fault', choices=FAULTS, default='none',
                         help='TEST ONLY: inject a fault into the P2P-allowed phase')
     parser.add_argument('--seed', type=int, default=20260601)
+    parser.add_argument('--nnodes', type=int, default=1, help='nodes of the multi-node all-reduce (default 1: local)')
+    parser.add_argument('--node-rank', type=int, default=0, help="this node's rank in the multi-node all-reduce")
+    parser.add_argument('--dist-init-addr', default='', help='HOST:PORT of the rendezvous (multi-node mode)')
+    parser.add_argument('--backend', choices=('nccl', 'gloo'), default='nccl',
+                        help='gloo: the multi-node all-reduce on CPU tensors (no GPU)')
     # child-only arguments
     parser.add_argument('--events', help=argparse.SUPPRESS)
     parser.add_argument('--stage-file', help=argparse.SUPPRESS)
@@ -130,8 +142,9 @@ def _child_env(args):
     env['PYTHONUNBUFFERED'] = '1'
     if args.p2p_disable:
         env['NCCL_P2P_DISABLE'] = '1'
-    else:
+    elif args.nnodes <= 1:
         env.pop('NCCL_P2P_DISABLE', None)  # phase A must really allow P2P
+    # Multi-node mode keeps the server's own NCCL_P2P_DISABLE (the local check's verdict, as rendered).
     return env
 
 
@@ -221,7 +234,15 @@ def _self_argv(args, role):
         argv.append('--p2p-disable')
     if args.skip_copy:
         argv.append('--skip-copy')
+    if args.nnodes > 1:
+        argv += ['--nnodes', str(args.nnodes), '--node-rank', str(args.node_rank), '--dist-init-addr',
+                 args.dist_init_addr, '--backend', args.backend]
     return argv
+
+
+def _on_cpu(args):
+    """Ranks on CPU tensors with gloo: the test simulation, or the multi-node gloo mode."""
+    return _simulated() or args.backend == 'gloo'
 
 
 def run_copy_step(args, workdir):
@@ -273,13 +294,16 @@ def run_copy_step(args, workdir):
 
 
 def run_nccl_step(args, gpus, workdir):
-    """One rank per GPU: NCCL init + all-reduce + exact sum check, under per-rank deadlines."""
-    world = len(gpus)
+    """One rank per GPU: NCCL init + all-reduce + exact sum check, under per-rank deadlines. In multi-node mode the
+    local GPUs are global ranks node_rank*k .. node_rank*k+k-1 of nnodes*k."""
+    world = len(gpus) * max(1, args.nnodes)
+    offset = len(gpus) * args.node_rank if args.nnodes > 1 else 0
     store = os.path.join(workdir, 'nccl.store')
     env = _child_env(args)
     started = _now()
     ranks = []
-    for rank, gpu in enumerate(gpus):
+    for local, gpu in enumerate(gpus):
+        rank = offset + local
         stage_path = os.path.join(workdir, 'rank%d.stages' % rank)
         log_path = os.path.join(workdir, 'rank%d.log' % rank)
         argv = _self_argv(args, 'rank') + ['--rank', str(rank), '--world', str(world), '--gpu', str(gpu),
@@ -339,6 +363,10 @@ def run_nccl_step(args, gpus, workdir):
     return {
         'world': world,
         'gpus': gpus,
+        'nnodes': args.nnodes,
+        'node_rank': args.node_rank,
+        'dist_init_addr': args.dist_init_addr or None,
+        'backend': 'gloo' if _on_cpu(args) else 'nccl',
         'p2p_disable': bool(args.p2p_disable),
         'nccl_timeout_s': args.nccl_timeout,
         'elapsed_s': round(_now() - started, 3),
@@ -365,6 +393,13 @@ def run_phase(args):
     })
     workdir = tempfile.mkdtemp(prefix='p2pcheck-')
     try:
+        if args.nnodes > 1 and args.backend == 'gloo':
+            # No GPU is touched: the ranks are CPU processes (one per --gpus entry, at least one).
+            gpus = parse_int_list(args.gpus) or [0]
+            result['probe'] = {'gpus': gpus, 'devices': [], 'peer_access': {}, 'backend': 'gloo'}
+            result['copy'] = {'ran': False}
+            result['nccl'] = run_nccl_step(args, gpus, workdir)
+            return result, 0
         probe, fatal, copy_step = run_copy_step(args, workdir)
         result['probe'] = probe
         result['copy'] = copy_step
@@ -514,7 +549,7 @@ def _copy_child(args):
     if missing:
         problems.append('GPU indices %s do not exist: %d CUDA device(s) visible (CUDA_VISIBLE_DEVICES=%s)'
                         % (missing, count, os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')))
-    if len(gpus) < 2 and not problems:
+    if len(gpus) < (1 if args.nnodes > 1 else 2) and not problems:
         problems.append('a P2P/NCCL check needs at least 2 GPUs; selected %s of %d visible' % (gpus, count))
     if problems:
         events.emit({'kind': 'fatal', 'error': '; '.join(problems)})
@@ -620,14 +655,16 @@ def _rank_child(args):
         return 2
     import datetime  # pylint: disable=import-outside-toplevel
     dist = torch.distributed
-    sim = _simulated()
+    sim = _on_cpu(args)
     phase_a = not args.p2p_disable
     if sim:
         device = torch.device('cpu')
     else:
         torch.cuda.set_device(args.gpu)
         device = torch.device('cuda', args.gpu)
-    kwargs = {'backend': 'gloo' if sim else 'nccl', 'init_method': 'file://' + args.store, 'rank': args.rank,
+    # Multi-node: the rendezvous SGLang's --dist-init-addr uses (a TCPStore on global rank 0); local: a file store.
+    init = 'tcp://' + args.dist_init_addr if args.nnodes > 1 else 'file://' + args.store
+    kwargs = {'backend': 'gloo' if sim else 'nccl', 'init_method': init, 'rank': args.rank,
               'world_size': args.world, 'timeout': datetime.timedelta(seconds=max(5.0, args.nccl_timeout))}
     if not sim:
         kwargs['device_id'] = device  # eager communicator creation: init time is measured, an init hang shows here

@@ -123,7 +123,8 @@ def render(release, model, plan=None, host=None, server=None):
     plan:    VRAM plan values: mem_fraction_static, max_running_requests, context_length, chunked_prefill_size,
              page_size (vram_plan_info output; the role requests an explicit max_running_requests from it)
     host:    gpu_indices, compute_capability, gpu_name (the GPU profile, for messages), p2p_verdict, p2p_trusted,
-             sev_snp, nnodes, node_rank, dist_init_addr
+             sev_snp, nnodes, node_rank, dist_init_addr, dist_timeout, node_env (the inter-node network environment
+             of a multi-node group)
     server:  model_path, served_model_name, host, port, tp_size, and optional flag overrides (see the module doc)
 
     Returns dict(version, argv, env, warnings, notes, preflight, speculative, nccl_p2p_disable, nccl_p2p_reason,
@@ -196,6 +197,8 @@ def render(release, model, plan=None, host=None, server=None):
                             % nnodes)
         argv += ['--nnodes', str(nnodes), '--node-rank', str(int(node_rank)), '--dist-init-addr',
                  str(host['dist_init_addr'])]
+        if host.get('dist_timeout') is not None:
+            argv += ['--dist-timeout', str(int(host['dist_timeout']))]
     if quantization:
         argv += ['--quantization', str(quantization)]
     for flag, value in sorted(quant['render'].items()):
@@ -328,6 +331,9 @@ def render(release, model, plan=None, host=None, server=None):
         env['SGLANG_ENABLE_SPEC_V2'] = '1'
     # Unbuffered stdout: journald (and the readiness check's stall detector) sees each line when it is printed.
     env['PYTHONUNBUFFERED'] = '1'
+    # A node of a multi-node group: the inter-node interface of NCCL and gloo, InfiniBand on or off.
+    for key, value in sorted((host.get('node_env') or {}).items()):
+        env[str(key)] = str(value)
 
     extra = [str(a) for a in (serving.get('extra_args') or [])] + [str(a) for a in (server.get('extra_args') or [])]
     for arg in extra:

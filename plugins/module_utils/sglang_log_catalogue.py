@@ -72,7 +72,8 @@ def text(pieces, origin, example, when=None, source=None):
 # Where the verbatim pieces of a text come from (tests/sglang/test_log_catalogue.py looks each up there).
 ORIGINS = {
     'sglang': 'the installed pinned SGLang package: its Python string literals (implicit concatenation joined)',
-    'torch': "PyTorch's C++ libraries (torch/lib/libc10.so, libc10_cuda.so, libtorch_python.so, libtorch_cuda.so)",
+    'torch': "PyTorch's C++ libraries (torch/lib/libc10.so, libc10_cuda.so, libtorch_python.so, libtorch_cuda.so, "
+             "libtorch_cpu.so: c10d and gloo)",
     'cudart': "the CUDA runtime library of SGLang's wheels (nvidia/*/lib/libcudart.so.*): cudaGetErrorString/Name",
     'nccl': "the NCCL library of SGLang's wheels (nvidia/nccl/lib/libnccl.so.*)",
     'pynvml': "nvidia-ml-py's pynvml.py (SGLang's NVML binding)",
@@ -212,6 +213,59 @@ FAILURES = (
            example='RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version'),
       text(['The NVIDIA driver on your system is too old'], 'torch', source='torch/csrc/cuda/Module.cpp (_check_driver)',
            example='AssertionError: The NVIDIA driver on your system is too old (found version 12020).')]),
+    # ---- multi-node TP groups (docs/multinode.md): the rendezvous at --dist-init-addr and the inter-node interface.
+    # Lines captured from torch 2.14.1 (the pin's) with gloo on this machine; the NCCL ones are libnccl's formats.
+    ('dist_init_port_in_use', 'the rendezvous port on the head is already in use',
+     'Another process listens on llmops_dist_init_port of the head (an old server of the group that did not stop, a '
+     'second instance, or an outgoing connection holding it when the port lies in the ephemeral range), so global '
+     'rank 0 cannot open the TCPStore of --dist-init-addr.',
+     'Find it on the head with `ss -ltnp "sport = :<port>"` and stop it, or choose an llmops_dist_init_port below '
+     'net.ipv4.ip_local_port_range that nothing uses (the group preflight checks the port block).',
+     [text(['The server socket has failed to listen on any local network address.', ANY, 'address already in use'],
+           'torch', source='torch/csrc/distributed/c10d/socket.cpp (TCPStore server bind)',
+           example='torch.distributed.DistNetworkError: The server socket has failed to listen on any local network '
+                   'address. port: 29613, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in '
+                   'use')]),
+    ('dist_init_timeout', 'the other nodes did not reach the rendezvous within --dist-timeout',
+     'Global rank 0 (the head) waited at --dist-init-addr for the ranks of the other nodes and not all came: a node '
+     'was not started (or crashed before the rendezvous), a firewall drops the port between the nodes, or a node '
+     'took longer than llmops_dist_timeout to get there.',
+     'Start every node of the group together (the deploy does), read the other nodes\' journals, check that the '
+     'head\'s llmops_dist_init_port is reachable from them (the group preflight probes it), or raise '
+     'llmops_dist_timeout.',
+     [text(['Timed out after ', INT(), ' seconds waiting for clients. ', INT('joined'), '/', INT('world'),
+            ' clients joined.'], 'torch', source='torch/csrc/distributed/c10d/TCPStore.cpp (waitForWorkers)',
+           example='torch.distributed.DistStoreError: Timed out after 6 seconds waiting for clients. 1/2 clients '
+                   'joined.')]),
+    ('dist_init_unreachable', 'this node cannot reach the rendezvous on the head',
+     'A node of rank >= 1 could not connect to --dist-init-addr: the head is not running (or not yet), its address '
+     'or port is wrong, or a firewall between the nodes drops or rejects the port.',
+     'Check llmops_node_address of the head and llmops_dist_init_port, that the head\'s unit runs, and that the port '
+     'is open between the nodes (the group preflight\'s TCP probe names the pair that fails).',
+     [text(['The client socket has timed out after ', ANY, ' while trying to connect to (', ANY, ', ', INT(), ').'],
+           'torch', source='torch/csrc/distributed/c10d/socket.cpp (TCPStore client connect)',
+           example='torch.distributed.DistNetworkError: The client socket has timed out after 5000ms while trying to '
+                   'connect to (127.0.0.1, 29612).'),
+      text(['The client socket has failed to connect to any network address of (', ANY, ', ', INT(), ').'], 'torch',
+           source='torch/csrc/distributed/c10d/socket.cpp',
+           example='torch.distributed.DistNetworkError: The client socket has failed to connect to any network '
+                   'address of (10.10.0.1, 20000).')]),
+    ('gloo_interface', 'GLOO_SOCKET_IFNAME names an interface this node does not have',
+     'llmops_nccl_socket_ifname (rendered as GLOO_SOCKET_IFNAME) is not an interface of this node, or it has no '
+     'address: gloo, which SGLang uses for its CPU groups, cannot bind.',
+     'Set llmops_nccl_socket_ifname of this node to its inter-node interface as `ip -br addr` shows it (interface '
+     'names may differ between nodes: it is a per-node variable).',
+     [text(['Unable to find address for: ', WORD], 'torch', source='third_party/gloo/gloo/transport/tcp/device.cc:84',
+           example='RuntimeError: [enforce fail at /__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/'
+                   'device.cc:84] ifa != nullptr. Unable to find address for: eth9')]),
+    ('nccl_interface', 'NCCL_SOCKET_IFNAME matches no interface of this node',
+     'llmops_nccl_socket_ifname (rendered as NCCL_SOCKET_IFNAME) is not an interface of this node, or it has no '
+     'address: NCCL\'s bootstrap and socket transport cannot open a socket between the nodes.',
+     'Set llmops_nccl_socket_ifname of this node to its inter-node interface as `ip -br addr` shows it.',
+     [text(['Bootstrap : no socket interface found'], 'nccl', source='src/bootstrap.cc (bootstrapNetInit)',
+           example='gpu-node-b:2211:2211 [0] NCCL WARN Bootstrap : no socket interface found'),
+      text(['NET/Socket : no interface found'], 'nccl', source='src/transport/net_socket.cc',
+           example='gpu-node-b:2211:2260 [0] NCCL WARN NET/Socket : no interface found')]),
     ('port_in_use', 'the port is already in use',
      'Another process (an old server not stopped, a second instance, another service) listens on the HTTP port '
      'or on one of the ports SGLang derives from it (port + 233 ... for ZMQ, the NCCL port).',
@@ -352,6 +406,12 @@ MILESTONES = (
                               example='INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)')]),
     ('ready', [text(['The server is fired up and ready to roll!'], 'sglang', source='entrypoints/http_server.py',
                     example='[2026-11-30 01:21:01] The server is fired up and ready to roll!')]),
+    # A node of rank >= 1 of a multi-node group: its schedulers are ready (weights loaded, graphs captured with the
+    # whole group) and it starts its health stub, whose /health always answers 200 (entrypoints/engine.py:1234-1290).
+    ('follower_ready', [text(['Dummy health check server started in background thread at ', WORD], 'sglang',
+                             source='utils/common.py launch_dummy_health_check_server',
+                             example='[2026-12-01 10:00:00] Dummy health check server started in background thread '
+                                     'at 127.0.0.1:30000')]),
 )
 
 # The start-up lines whose numbers are compared with the plan (module_utils/sglang_startup.py), with named fields.

@@ -35,6 +35,17 @@ description:
   - "The worker sets C(NCCL_NVLS_ENABLE=0), C(TORCH_SYMM_MEM_DISABLE_MULTICAST=1) and C(NVSHMEM_DISABLE_NVLS=1)
     unless O(environment) or the host environment sets them: NVLink multicast (NVLS) only exists on NVSwitch
     systems and is not what this check asks about."
+  - "Multi-node mode (O(nnodes) above 1, for a TP group across hosts): run the task on every node of the group at
+    the same time (C(async) with C(poll: 0), then C(async_status): the nodes must not wait for each other's fork).
+    No copy test; this node's GPUs are the global ranks O(node_rank) x k .. O(node_rank) x k + k - 1 of one
+    all-reduce over all O(nnodes) x k ranks, which rendezvous at C(tcp://)O(dist_init_addr) (torch's TCPStore on
+    global rank 0, the head) exactly as SGLang's C(--dist-init-addr) does, with O(environment) as the server gets it
+    (C(NCCL_SOCKET_IFNAME), C(GLOO_SOCKET_IFNAME), C(NCCL_IB_DISABLE)). Verdict V(nodes_ok) or V(nodes_broken); a
+    broken run is also classified with the collection's failure catalogue (RV(diagnosis): rendezvous timeout, head
+    unreachable, port in use, interface not found)."
+  - "O(backend=gloo) runs the multi-node all-reduce on CPU tensors with gloo (one rank per node, or one per O(gpus)
+    entry): the CPU groups SGLang creates over C(GLOO_SOCKET_IFNAME), and a rendezvous proof where there are no
+    GPUs. It is a real run, not the O(simulation) test hook."
   - Run it before the server starts (or while it is stopped). It needs about 3 x the largest O(sizes_mib) plus
     4 x O(allreduce_mib) of free memory per GPU, and a busy GPU skews the bandwidth.
   - Setup problems (no torch, no CUDA, fewer than 2 GPUs, unknown GPU index, not enough free GPU memory) fail the
@@ -62,7 +73,7 @@ options:
     description:
       - CUDA device indices to check, as the worker's Python sees them (after C(CUDA_VISIBLE_DEVICES), which may be
         set in O(environment)). Use the indices the server will use.
-      - Empty means every visible GPU. At least 2 are needed.
+      - Empty means every visible GPU. At least 2 are needed, except in multi-node mode (1 per node is enough).
     type: list
     elements: int
     default: []
@@ -105,7 +116,7 @@ options:
     type: bool
     default: true
   fail_on_broken:
-    description: Fail the task when the verdict is V(nccl_broken). The other verdicts never fail.
+    description: Fail the task when the verdict is V(nccl_broken) or V(nodes_broken). The other verdicts never fail.
     type: bool
     default: true
   environment:
@@ -114,6 +125,25 @@ options:
         server will get it. C(NCCL_DEBUG) is always set to C(INFO) and C(NCCL_P2P_DISABLE) is controlled per phase.
     type: dict
     default: {}
+  nnodes:
+    description:
+      - Nodes of the multi-node all-reduce (the TP group's C(--nnodes)); above 1 selects multi-node mode.
+    type: int
+    default: 1
+  node_rank:
+    description: This node's rank in the group (C(--node-rank)); required in multi-node mode.
+    type: int
+  dist_init_addr:
+    description:
+      - C(HOST:PORT) of the rendezvous on the head (C(--dist-init-addr), C([v6]:PORT) for IPv6); required in
+        multi-node mode. The port must be free on the head while the check runs (the server is stopped).
+    type: str
+  backend:
+    description:
+      - V(nccl) all-reduces on the GPUs; V(gloo) on CPU tensors (multi-node mode only).
+    type: str
+    choices: [nccl, gloo]
+    default: nccl
   return_nccl_log:
     description: Also return every captured NCCL_DEBUG=INFO line per phase in RV(nccl_log) (hundreds of lines).
     type: bool
@@ -169,7 +199,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 verdict:
-  description: V(p2p_ok), V(use_nccl_p2p_disable) or V(nccl_broken); null in check mode.
+  description: V(p2p_ok), V(use_nccl_p2p_disable) or V(nccl_broken); in multi-node mode V(nodes_ok) or
+    V(nodes_broken); null in check mode.
   returned: always
   type: str
   sample: p2p_ok
@@ -251,6 +282,18 @@ phases:
   description: Per-phase summary (ok, copy_ok, nccl_ok, problems, transports, timings, parsed NCCL facts).
   returned: when the GPU run happened
   type: dict
+nodes:
+  description: Multi-node mode - nnodes, node_rank, world (all ranks), ranks (this node's global ranks),
+    dist_init_addr, backend.
+  returned: in multi-node mode, when the run happened
+  type: dict
+  sample: {"nnodes": 2, "node_rank": 1, "world": 2, "ranks": [1], "dist_init_addr": "10.10.0.1:20000",
+           "backend": "gloo"}
+diagnosis:
+  description: Multi-node mode, V(nodes_broken) - the failure catalogue's signature of the rank logs (signature,
+    summary, likely_cause, fix, evidence_lines), or null when none matched.
+  returned: in multi-node mode, when the run happened
+  type: dict
 nccl_log:
   description: Every captured line of the rank logs per phase.
   returned: when O(return_nccl_log=true)
@@ -283,10 +326,13 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils import p2p_worker
+from ansible_collections.llmops.inference.plugins.module_utils import p2p_worker, sglang_logs
 from ansible_collections.llmops.inference.plugins.module_utils.p2p_verdict import (
+    BACKENDS,
     FAULTS,
     outer_timeout,
+    rank_log_lines,
+    run_nodes,
     run_preflight,
     worker_args,
 )
@@ -311,6 +357,10 @@ def build_module():
             return_nccl_log=dict(type='bool', default=False),
             fault_injection=dict(type='str', choices=list(FAULTS), default='none'),
             simulation=dict(type='bool', default=False),
+            nnodes=dict(type='int', default=1),
+            node_rank=dict(type='int'),
+            dist_init_addr=dict(type='str'),
+            backend=dict(type='str', choices=list(BACKENDS), default='nccl'),
         ),
         supports_check_mode=True,
     )
@@ -328,7 +378,22 @@ def worker_source():
 def option_problems(params):
     problems = []
     gpus = params['gpus']
-    if len(gpus) == 1:
+    nodes = (params.get('nnodes') or 1) > 1
+    if nodes:
+        if params.get('node_rank') is None or not 0 <= params['node_rank'] < params['nnodes']:
+            problems.append('multi-node mode (nnodes %d) needs node_rank 0..%d, got %s'
+                            % (params['nnodes'], params['nnodes'] - 1, params.get('node_rank')))
+        addr = params.get('dist_init_addr') or ''
+        host, dummy, port = addr.rpartition(':')
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            problems.append('multi-node mode needs dist_init_addr HOST:PORT (the head\'s rendezvous), got %r' % addr)
+        if params.get('fault_injection', 'none') != 'none':
+            problems.append('fault_injection is a test hook of the local check, not of multi-node mode')
+    elif params.get('backend') == 'gloo':
+        problems.append('backend gloo is for the multi-node mode (nnodes above 1)')
+    elif (params.get('nnodes') or 1) < 1:
+        problems.append('nnodes must be at least 1, got %s' % params['nnodes'])
+    if len(gpus) == 1 and not nodes:
         problems.append('gpus selects one GPU (%s); a P2P/NCCL check needs at least 2' % gpus[0])
     if any(g < 0 for g in gpus):
         problems.append('gpus must be non-negative CUDA indices, got %s' % gpus)
@@ -406,8 +471,17 @@ def main():
         result['commands'].append(argv)
         return module.run_command(argv, environ_update=env, expand_user_and_vars=False)
 
-    outcome = run_preflight(run_phase, options)
+    nodes = params['nnodes'] > 1
+    outcome = run_nodes(run_phase, options) if nodes else run_preflight(run_phase, options)
     raw = outcome.pop('raw')
+    if nodes and outcome.get('verdict') == 'nodes_broken':
+        diagnosis = sglang_logs.classify(rank_log_lines(raw.get('nodes')))
+        if diagnosis:
+            diagnosis.pop('line_index', None)
+            outcome['reason'] += ' [%s: %s. Fix: %s]' % (diagnosis['signature'], diagnosis['summary'], diagnosis['fix'])
+        outcome['diagnosis'] = diagnosis
+    elif nodes:
+        outcome['diagnosis'] = None
     if params['return_nccl_log']:
         outcome['nccl_log'] = nccl_lines(raw)
     outcome['phases'] = dict((name, slim_phase(phase)) for name, phase in outcome['phases'].items())
@@ -417,6 +491,8 @@ def main():
         module.fail_json(msg='gpu_p2p_check could not run the GPU check: %s' % fatal, **result)
     if result['verdict'] == 'nccl_broken' and params['fail_on_broken']:
         module.fail_json(msg='gpu_p2p_check: NCCL is broken on these GPUs: %s' % result['reason'], **result)
+    if result['verdict'] == 'nodes_broken' and params['fail_on_broken']:
+        module.fail_json(msg='gpu_p2p_check: the all-reduce across the nodes failed: %s' % result['reason'], **result)
     module.exit_json(**result)
 
 

@@ -27,6 +27,11 @@ description:
     graph captures, the scheduler's C(max_total_num_tokens) line) are compared with the plan in RV(startup), and
     a drift beyond the thresholds (any difference in mamba slots, running requests or context length; KV tokens
     beyond 2 %) is a warning with both numbers and the planner input to check.
+  - With O(follower) (a node of rank >= 1 of a multi-node TP group) C(/health) is never asked - SGLang's health
+    stub on those nodes answers 200 whatever the group does (entrypoints/engine.py:1234-1290 of the pinned
+    release). The node is ready when its unit runs and its journal shows the line the release prints when the node's
+    schedulers are up (C(Dummy health check server started ...), after the weights loaded and the CUDA graphs were
+    captured together with the whole group); the head's readiness, checked over HTTP, gates the group.
   - Read-only. Secrets (O(api_key)) are removed from every returned line.
 author:
   - llmops.inference maintainers (@llmops)
@@ -84,6 +89,12 @@ options:
       - The VRAM plan the unit was rendered from (C(llmops_deployment.plan)). When given, RV(startup) compares
         SGLang's start-up lines with it.
     type: dict
+  follower:
+    description:
+      - This unit is a node of rank >= 1 of a multi-node TP group - ready on its journal's follower line, never on
+        its C(/health) (see the description). O(url) is not asked then.
+    type: bool
+    default: false
   plan_context:
     description:
       - What the start-up record names - C(host), C(instance), C(gpu_profile), C(model_profile), C(tp_size),
@@ -113,7 +124,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ready:
-  description: C(/health) answered 200 and C(/v1/models) listed the model.
+  description: C(/health) answered 200 and C(/v1/models) listed the model (with O(follower) - the unit runs and its
+    journal shows the follower line).
   returned: always
   type: bool
 elapsed:
@@ -291,6 +303,7 @@ def main():
             journal_lines=dict(type='int', default=40),
             plan=dict(type='dict'),
             plan_context=dict(type='dict', default={}),
+            follower=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )
@@ -321,7 +334,12 @@ def main():
         journal.follow_pid(state.get('ExecMainPID'))
         alive = state.get('ActiveState') in ('active', 'activating', 'reloading') and \
             state.get('SubState') not in ('auto-restart', 'dead', 'failed') and int(state.get('NRestarts') or 0) == restarts0
-        if alive:
+        if alive and p['follower']:
+            # Never /health: the stub answers 200 whatever the group does.
+            if 'follower_ready' in watch.reached:
+                ready = True
+                break
+        elif alive:
             code, dummy = http_get(base + '/health')
             if code == 200:
                 code, body = http_get(base + '/v1/models', p['api_key'])

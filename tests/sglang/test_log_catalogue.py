@@ -187,7 +187,8 @@ def origins(site):
     return {
         'sglang': PySource([os.path.join(site, 'sglang')]),
         'torch': Binaries([os.path.join(site, 'torch', 'lib', name) for name in
-                           ('libc10.so', 'libc10_cuda.so', 'libtorch_python.so', 'libtorch_cuda.so')]),
+                           ('libc10.so', 'libc10_cuda.so', 'libtorch_python.so', 'libtorch_cuda.so',
+                            'libtorch_cpu.so')]),
         'cudart': Binaries([os.path.join(site, 'nvidia', '*', 'lib', 'libcudart.so*')]),
         'nccl': Binaries([os.path.join(site, 'nvidia', 'nccl', 'lib', 'libnccl.so*')]),
         'pynvml': PySource([os.path.join(site, 'pynvml.py')]),

@@ -56,7 +56,7 @@ def test_enough_cases():
 def test_refused_with_variable_value_rule_fix(case, tmp_path):
     all_hosts = bad_inputs.hosts(case, str(tmp_path))
     pve, ct = bad_inputs.names(case)
-    groups = {'proxmox_hosts': [pve], 'sglang_servers': [ct], 'sglang_gateways': [h for h in all_hosts if h.startswith('gw-')]}
+    groups = bad_inputs.groups(case)
     target = {'proxmox': pve, 'gateway': 'gw-' + case['id']}.get(case.get('host'), ct)
     deployment, problems = run(target, all_hosts, groups)
     message = flat(problems.message()) if problems else ''
