@@ -171,8 +171,7 @@ def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_fac
         # The launcher's group link (sglang-launch takes it out of SGLang's environment).
         host.update(node_rank=group['node_rank'], dist_init_addr=group['dist_init_addr'],
                     dist_timeout=group['dist_timeout'],
-                    node_env=dict(group['env'], LLMOPS_TP_GROUP_LINK=json.dumps(group['link'], sort_keys=True,
-                                                                               separators=(',', ':'))))
+                    node_env=dict(group['env'], LLMOPS_TP_GROUP_LINK=_compact_json(group['link'])))
     plan_values = dict((key, plan.get(key)) for key in ('mem_fraction_static', 'max_running_requests',
                                                         'context_length', 'chunked_prefill_size')
                        if plan and plan.get(key) is not None)
@@ -220,3 +219,7 @@ def flag_variable(message):
         if needle in message:
             return name
     return 'llmops_model_profile'
+
+
+def _compact_json(value):
+    return json.dumps(value, sort_keys=True, separators=(',', ':'))

@@ -115,9 +115,9 @@ def _members(request, settings, problems, name):
         return None
     members = list(groups[name])
     if host not in members:
-        problems.add('llmops_tp_group', name, '%s is not a host of the inventory group %s (%s)' % (
-            host, name, ', '.join(members) or 'empty'), 'add %s to the group %s, or set llmops_tp_group to the group '
-                     'it is in' % (host, name))
+        rule = '%s is not a host of the inventory group %s (%s)' % (host, name, ', '.join(members) or 'empty')
+        fix = 'add %s to the group %s, or set llmops_tp_group to the group it is in' % (host, name)
+        problems.add('llmops_tp_group', name, rule, fix)
         return None
     servers = groups.get('sglang_servers') or []
     outside = [m for m in members if m not in servers]

@@ -55,8 +55,8 @@ def check_facts(group, facts, pin, install=True, lock_nccl=None, check_gpus=True
             _problem(problems, item, 'driver', 'NVIDIA kernel module %s, the head %s has %s: every node of TP group %s '
                      'must load the same driver (NCCL and the CUDA runtime of one SGLang install talk to all of them)'
                      % (node.get('driver') or 'not loaded', head['host'], ref.get('driver') or 'none', group['name']),
-                     'install driver %s on %s (or upgrade every node to one version)' % (ref.get('driver'),
-                                                                                       item['host']))
+                     'install driver %s on %s (or upgrade every node to one version)'
+                     % (ref.get('driver'), item['host']))
         if install and node.get('python') != ref.get('python'):
             _problem(problems, item, 'python', 'makes the SGLang virtualenv from Python %s, the head %s from %s: the '
                      'nodes would install from different locks (NCCL %s vs %s)' % (
@@ -165,10 +165,10 @@ def check_probe(group, results):
             continue
         for entry in result.get('listen') or []:
             if not entry.get('bound'):
-                _problem(problems, item, 'probe', 'cannot listen on %s:%d: %s' % (item['address'], entry['port'],
-                                                                                   entry.get('error')),
-                         'free port %d on %s, or check that %s is its address' % (entry['port'], item['host'],
-                                                                                  item['address']))
+                why = 'cannot listen on %s:%d: %s' % (item['address'], entry['port'], entry.get('error'))
+                fix = 'free port %d on %s, or check that %s is its address' % (entry['port'], item['host'],
+                                                                               item['address'])
+                _problem(problems, item, 'probe', why, fix)
         for entry in result.get('connect') or []:
             if entry.get('ok'):
                 continue
@@ -225,6 +225,6 @@ def message(group, host, problems, stage):
     lines = ['%s: TP group %s (%s): %d problem%s, nothing was changed on any host:' % (
         host, group['name'], stage, len(problems), '' if len(problems) == 1 else 's')]
     for index, item in enumerate(problems, 1):
-        lines.append('%d. %s (rank %d): %s. Fix: %s.' % (index, item['node'], item['rank'],
-                                                          item['message'].rstrip('.'), item['fix'].rstrip('.')))
+        lines.append('%d. %s (rank %d): %s. Fix: %s.'
+                     % (index, item['node'], item['rank'], item['message'].rstrip('.'), item['fix'].rstrip('.')))
     return '\n'.join(lines)

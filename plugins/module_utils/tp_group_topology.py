@@ -41,8 +41,9 @@ def picture(group, http_host, http_port, unit, gpu_name):
         boxes.append((title, body))
     width = max(max(len(line) for line in body) for dummy, body in boxes) + 4
     width = max(width, max(len(title) for title, dummy in boxes) + 8)
-    link = 'NCCL + gloo over %s (%s)' % ('/'.join(sorted(set(i['ifname'] for i in group['ranks']))),
-                                        'InfiniBand: %s' % group['ib_hca'] if group['ib_hca'] else 'InfiniBand off')
+    ifnames = '/'.join(sorted(set(i['ifname'] for i in group['ranks'])))
+    infiniband = 'InfiniBand: %s' % group['ib_hca'] if group['ib_hca'] else 'InfiniBand off'
+    link = 'NCCL + gloo over %s (%s)' % (ifnames, infiniband)
     mid = width // 2
     lines = ['clients / gateway --HTTP %s:%s--> %s' % (http_host, http_port, group['head'])]
     for index, (title, body) in enumerate(boxes):
@@ -73,8 +74,8 @@ def markdown(group, http_host, http_port, unit, gpu_name):
         gpus = ','.join(str(g) for g in item['gpu_indices']) or 'all (%s)' % (group.get('gpus_per_node') or '?')
         ranks = '%d-%d' % tuple(item['tp_ranks']) if item.get('tp_ranks') else '?'
         serves = 'HTTP %s:%s' % (http_host, http_port) if item['node_rank'] == 0 else 'health stub only'
-        out.append('| %s | %d | %s | %s | %s | %s | %s |' % (item['host'], item['node_rank'], item['address'],
-                                                            item['ifname'], gpus, ranks, serves))
+        out.append('| %s | %d | %s | %s | %s | %s | %s |'
+                   % (item['host'], item['node_rank'], item['address'], item['ifname'], gpus, ranks, serves))
     env = ', '.join('%s=%s' % kv for kv in sorted(group['env'].items()))
     out += ['', 'Rendezvous ports on the head: %s. Environment of this node: %s.' % (
         ', '.join(str(p) for p in group['port_block']), env), '']

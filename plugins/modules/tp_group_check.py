@@ -19,7 +19,8 @@ description:
   - "O(stage=facts), after M(llmops.inference.tp_node_info) on every node: the NVIDIA kernel module of every node is
     the head's; the SGLang, torch and NCCL each node will run are the head's (with O(install) the pin's pip lock for
     each node's Python X.Y, read on the controller, else what each virtualenv has, which must be the pin); each node
-    serves the head's model revision (after the preflight resolved branches to commits); has its share of GPUs (tp_size / nnodes), its interface (up) and its address on it; nothing but the group's own
+    serves the head's model revision (after the preflight resolved branches to commits); has its share of GPUs
+    (tp_size / nnodes), its interface (up) and its address on it; nothing but the group's own
     service listens on the head's rendezvous ports. Returns the plan of the TCP probe in RV(probe_plan)."
   - "O(stage=probe), after M(llmops.inference.tp_port_probe) on every node: every node reached every other node's
     ports (the head's rendezvous block, each node's ephemeral-range port where NCCL and gloo listen)."

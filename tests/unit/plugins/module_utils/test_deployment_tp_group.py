@@ -61,8 +61,8 @@ def test_the_two_nodes_of_the_example_render_one_server():
     node, problems = run('gpu-node-b', hosts, groups)
     assert not problems, problems.message()
     for d, rank in ((head, '0'), (node, '1')):
-        assert [flag(d['argv'], f) for f in ('--tp-size', '--nnodes', '--node-rank', '--dist-init-addr',
-                                            '--dist-timeout')] == ['16', '2', rank, '10.10.0.1:20000', '600']
+        names = ('--tp-size', '--nnodes', '--node-rank', '--dist-init-addr', '--dist-timeout')
+        assert [flag(d['argv'], f) for f in names] == ['16', '2', rank, '10.10.0.1:20000', '600']
         assert d['environment']['NCCL_SOCKET_IFNAME'] == d['environment']['GLOO_SOCKET_IFNAME'] == 'ens5f0'
         assert d['environment']['NCCL_IB_DISABLE'] == '1' and 'NCCL_IB_HCA' not in d['environment']
         assert d['gpus']['count'] == 8 and d['parallel']['nnodes'] == 2 and d['parallel']['tp_size'] == 16
@@ -70,10 +70,16 @@ def test_the_two_nodes_of_the_example_render_one_server():
     assert flag(head['argv'], '--host') == '0.0.0.0' and flag(node['argv'], '--host') == '127.0.0.1'
     assert node['http']['url'] == 'http://127.0.0.1:30000' and node['tp_group']['role'] == 'follower'
     # One server: the command lines differ in nothing but the rank and the bind address.
-    strip = lambda argv: [a for i, a in enumerate(argv) if not (argv[i - 1:i] in (['--node-rank'], ['--host'])
-                                                                  or a in ('--node-rank', '--host'))]  # noqa: E731
+
+    def strip(argv):
+        return [a for i, a in enumerate(argv)
+                if not (argv[i - 1:i] in (['--node-rank'], ['--host']) or a in ('--node-rank', '--host'))]
+
     assert strip(head['argv']) == strip(node['argv'])
-    link = lambda env: dict((k, v) for k, v in env.items() if k != 'LLMOPS_TP_GROUP_LINK')  # noqa: E731
+
+    def link(env):
+        return dict((k, v) for k, v in env.items() if k != 'LLMOPS_TP_GROUP_LINK')
+
     assert link(head['environment']) == link(node['environment'])
     assert head['plan']['kv_cache_tokens'] == node['plan']['kv_cache_tokens']
     # The launcher's group link: each node listens one port below the rendezvous and watches the other node.
@@ -206,8 +212,10 @@ def test_the_group_plans_with_the_smallest_measured_free_memory(tmp_path):
         h['llmops_record_dir'] = record
     base = dict(schema=1, gpu_profile='h100-80gb', tp_size=16, sglang_version='0.5.23', instance='deepseek-v3',
                 start='2026-12-01T00:00:00Z')
-    write = lambda host, gib: _write(measurement_file(os.path.join(record, host), 'h100-80gb', 16),  # noqa: E731
-                                     dict(base, free_memory_before_load_gib=gib))
+
+    def write(host, gib):
+        _write(measurement_file(os.path.join(record, host), 'h100-80gb', 16), dict(base, free_memory_before_load_gib=gib))
+
     write('gpu-node-a', 78.9)
     only_one, dummy = run('gpu-node-b', hosts, groups)
     assert only_one['record']['measured'] is None  # one node measured is not the group's figure
