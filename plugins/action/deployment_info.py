@@ -144,7 +144,17 @@ class ActionModule(ActionBase):
             role_options=ROLE_OPTIONS,
             parse=parse_with_sglang,
         )
-        deployment, problems = resolve(request, FileLoader())
+        try:
+            deployment, problems = resolve(request, FileLoader())
+        except Exception as exc:  # pylint: disable=broad-except
+            # A resolver bug on one host must not surface as a bare exception: with failed_when: false and
+            # any_errors_fatal it would hide every other host's refusal. It is reported like a refusal instead.
+            why = 'the resolver failed on this host: %s: %s' % (type(exc).__name__, exc)
+            fix = 'report it as a bug of llmops.inference with this inventory; nothing was changed on any host'
+            result.update(changed=False, failed=True, deployment=None,
+                          problems=[dict(variable=request['host'], rule=why, fix=fix, kind='bug')],
+                          msg='%s: %s. Fix: %s.' % (request['host'], why, fix))
+            return result
         for name, message in sorted(errors.items()):
             problems.add(name, NOVALUE, 'cannot be rendered: %s' % message, 'fix the template or the value')
         result['changed'] = False

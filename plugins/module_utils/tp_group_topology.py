@@ -41,7 +41,8 @@ def picture(group, http_host, http_port, unit, gpu_name):
         boxes.append((title, body))
     width = max(max(len(line) for line in body) for dummy, body in boxes) + 4
     width = max(width, max(len(title) for title, dummy in boxes) + 8)
-    ifnames = '/'.join(sorted(set(i['ifname'] for i in group['ranks'])))
+    # A node without an interface (refused on that node) is drawn, not sorted against the others.
+    ifnames = '/'.join(sorted(set(i['ifname'] or 'unset' for i in group['ranks'])))
     infiniband = 'InfiniBand: %s' % group['ib_hca'] if group['ib_hca'] else 'InfiniBand off'
     link = 'NCCL + gloo over %s (%s)' % (ifnames, infiniband)
     mid = width // 2
@@ -75,7 +76,7 @@ def markdown(group, http_host, http_port, unit, gpu_name):
         ranks = '%d-%d' % tuple(item['tp_ranks']) if item.get('tp_ranks') else '?'
         serves = 'HTTP %s:%s' % (http_host, http_port) if item['node_rank'] == 0 else 'health stub only'
         out.append('| %s | %d | %s | %s | %s | %s | %s |'
-                   % (item['host'], item['node_rank'], item['address'], item['ifname'], gpus, ranks, serves))
+                   % (item['host'], item['node_rank'], item['address'], item['ifname'] or 'unset', gpus, ranks, serves))
     env = ', '.join('%s=%s' % kv for kv in sorted(group['env'].items()))
     out += ['', 'Rendezvous ports on the head: %s. Environment of this node: %s.' % (
         ', '.join(str(p) for p in group['port_block']), env), '']

@@ -110,3 +110,16 @@ def test_secret_never_in_the_deployment():
     deployment, problems = run('ct-secret', all_hosts, groups, api_key='Zq-secret-94')
     assert not problems
     assert 'Zq-secret-94' not in repr(deployment) and deployment['auth']['api_key_set'] is True
+
+
+@pytest.mark.parametrize('case', [c for c in bad_inputs.cases() if 'peers' in c or c.get('host') == 'gateway'],
+                         ids=lambda c: c['id'])
+def test_every_host_of_a_case_resolves_without_a_crash(case, tmp_path):
+    """The other hosts of a case (the peers of a TP group, the gateway, the servers behind it) are resolved in the same
+    run: a refusal on one node must not crash the resolution of another (an exception in the deploy's first play
+    stops every host of the run, with any_errors_fatal, and hides every refusal)."""
+    all_hosts = bad_inputs.hosts(case, str(tmp_path))
+    groups = bad_inputs.groups(case)
+    for host in sorted(all_hosts):
+        deployment, problems = run(host, all_hosts, groups)
+        assert deployment or problems, host
