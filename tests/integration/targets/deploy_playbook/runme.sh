@@ -18,7 +18,7 @@ play() { ansible-playbook "$root/playbooks/deploy-qwen122b.yml" -i "$root/invent
 play --syntax-check >/dev/null
 ansible-playbook "$root/playbooks/deploy.yml" -i "$root/inventories/example" --syntax-check >/dev/null
 play --list-tasks >"$out/tasks.txt"
-grep -q 'play #7 (sglang_servers): Benchmark the SGLang services.*TAGS: \[benchmark\]' "$out/tasks.txt"
+grep -q 'play #9 (sglang_servers): Benchmark the SGLang services.*TAGS: \[benchmark\]' "$out/tasks.txt"
 grep -q 'play #3 (proxmox_hosts:sglang_servers): Check the hosts before anything changes (read-only)' "$out/tasks.txt"
 play --list-tasks --skip-tags benchmark >"$out/tasks-nobench.txt"
 if grep -q 'Run the benchmark sweep' "$out/tasks-nobench.txt"; then echo "--skip-tags benchmark kept the benchmark" >&2; exit 1; fi
