@@ -100,11 +100,10 @@ molecule: venv
 checks: venv
 	$(MAKE) --no-print-directory -j2 --output-sync=target unit monitoring changelog-lint docs-check lint sanity parser
 
-# Cheap checks first so a typo fails in seconds, the slow lab last (integration, then molecule: both are CPU-bound,
-# so running them side by side was no faster here).
+# Cheap checks first so a typo fails in seconds, the slow lab last: integration and molecule side by side (each
+# keeps about one core busy; tests/tools/run-lab.sh, LLMOPS_LAB_SERIAL=1 for one after the other).
 test: checks
-	$(MAKE) --no-print-directory integration
-	$(MAKE) --no-print-directory molecule
+	tests/tools/run-lab.sh
 	@echo "make test: all suites passed"
 
 clean:
