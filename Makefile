@@ -100,8 +100,8 @@ molecule: venv
 checks: venv
 	$(MAKE) --no-print-directory -j2 --output-sync=target unit monitoring changelog-lint docs-check lint sanity parser
 
-# Cheap checks first so a typo fails in seconds, the slow lab last: integration and molecule side by side (each
-# keeps about one core busy; tests/tools/run-lab.sh, LLMOPS_LAB_SERIAL=1 for one after the other).
+# Cheap checks first so a typo fails in seconds, the slow lab last: integration, then molecule
+# (tests/tools/run-lab.sh; LLMOPS_LAB_PARALLEL=1 runs them side by side, measured there).
 test: checks
 	tests/tools/run-lab.sh
 	@echo "make test: all suites passed"
