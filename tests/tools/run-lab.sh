@@ -2,7 +2,7 @@
 # The two lab suites of `make test` side by side: `make integration` (ansible-test targets on the controller) and
 # `make molecule` (podman systemd hosts, two lanes), one after the other by default. LLMOPS_LAB_PARALLEL=1 runs them
 # side by side: a cold run measured 44 % of the two cores busy during integration and 75 % during molecule, and side
-# by side a warm make test took 25:46 instead of about 30 min, but every scenario ran twice as long and one test with
+# by side a warm make test took 25:46 instead of about 35 min, but every scenario ran twice as long and one test with
 # a timing assumption failed (fixed), so it is opt-in until it has a record of clean runs. Side by side, each suite's
 # output goes to build/lab-run/<suite>.log and is printed whole when the suite ends; meanwhile a progress line every
 # 60 s says what each one is running. Exits non-zero if either suite failed.
