@@ -20,6 +20,12 @@ import re
 _IP = re.compile(r'^[0-9.]+$|:')
 
 
+def _silent(problems, item, group, stage, what):
+    """A node that did not report a stage of the group preflight: the group starts as one, so it is refused."""
+    _problem(problems, item, stage, 'did not report %s' % what,
+             'run the deploy for every node of TP group %s together' % group['name'])
+
+
 def _problem(out, item, check, message, fix):
     out.append(dict(node=item['host'], rank=item['node_rank'], check=check, message=message, fix=fix))
 
@@ -42,8 +48,7 @@ def check_facts(group, facts, pin, install=True, lock_nccl=None, check_gpus=True
     head = ranks[0]
     missing = [r for r in ranks if not facts.get(r['host'])]
     for item in missing:
-        _problem(problems, item, 'reported', 'did not report its facts (unreachable, failed earlier, or not in this '
-                 'run: --limit)', 'run the deploy for every node of TP group %s together' % group['name'])
+        _silent(problems, item, group, 'reported', 'its facts (unreachable, failed earlier, or not in this run: --limit)')
     if missing:
         return problems, warnings
     ref = facts[head['host']]
@@ -160,8 +165,7 @@ def check_probe(group, results):
     for item in group['ranks']:
         result = results.get(item['host'])
         if not result:
-            _problem(problems, item, 'probe', 'did not report its TCP probe', 'run the deploy for every node of TP '
-                     'group %s together' % group['name'])
+            _silent(problems, item, group, 'probe', 'its TCP probe')
             continue
         for entry in result.get('listen') or []:
             if not entry.get('bound'):
@@ -190,8 +194,7 @@ def check_model(group, results):
     for item in group['ranks']:
         got = results.get(item['host'])
         if not got:
-            _problem(problems, item, 'model', 'did not report a verified model (hf_model_result)', 'run the deploy '
-                     'for every node of TP group %s together' % group['name'])
+            _silent(problems, item, group, 'model', 'a verified model (hf_model_result)')
             continue
         mine = (got.get('repo_id'), got.get('revision'), got.get('files'), got.get('bytes'))
         theirs = (ref.get('repo_id'), ref.get('revision'), ref.get('files'), ref.get('bytes'))
@@ -209,9 +212,8 @@ def check_nodes(group, results):
     for item in group['ranks']:
         got = results.get(item['host'])
         if not got or not got.get('verdict'):
-            _problem(problems, item, 'nccl', 'did not report the all-reduce across the nodes%s' % (
-                ': %s' % got.get('msg') if got and got.get('msg') else ''),
-                'run the deploy for every node of TP group %s together' % group['name'])
+            _silent(problems, item, group, 'nccl', 'the all-reduce across the nodes%s'
+                    % (': %s' % got.get('msg') if got and got.get('msg') else ''))
         elif got['verdict'] != 'nodes_ok':
             diagnosis = got.get('diagnosis') or {}
             _problem(problems, item, 'nccl', got.get('reason') or got['verdict'],

@@ -249,3 +249,19 @@ def test_every_server_setting_is_either_per_node_or_compared():
     stale = [name for name in tpg.PER_NODE if name not in BY_NAME and name != 'llmops_gateway_worker_address']
     assert not stale
     assert copy.deepcopy(tpg.NETWORK_ENV) == ('NCCL_SOCKET_IFNAME', 'GLOO_SOCKET_IFNAME', 'NCCL_IB_DISABLE', 'NCCL_IB_HCA')
+
+
+def test_a_node_that_reports_nothing_is_refused_at_every_stage():
+    """The group starts as one: a node missing from any stage's results is named, with the same fix."""
+    from ansible_collections.llmops.inference.plugins.module_utils import tp_group_preflight
+    group = {'name': 'tp_lab', 'port_block': [20000],
+             'ranks': [{'host': 'a', 'node_rank': 0, 'address': '10.0.0.1'},
+                       {'host': 'b', 'node_rank': 1, 'address': '10.0.0.2'}]}
+    for check, what in ((tp_group_preflight.check_probe, 'its TCP probe'),
+                        (tp_group_preflight.check_model, 'a verified model'),
+                        (tp_group_preflight.check_nodes, 'the all-reduce across the nodes')):
+        results = {'a': {'connect': [], 'listen': [], 'verdict': 'nodes_ok', 'repo_id': 'r', 'revision': 'c'}}
+        problems = check(group, results)
+        texts = [p['message'] for p in problems if p['node'] == 'b']
+        assert texts and texts[0].startswith('did not report ' + what), (check.__name__, problems)
+        assert all('for every node of TP group tp_lab together' in p['fix'] for p in problems if p['node'] == 'b')
