@@ -157,6 +157,18 @@ for s in "${SCENARIOS[@]}"; do
     [[ "${RESULT[${s}]}" == passed* ]] || rc=1
 done
 
+# A CI log is often read from its tail: each failed scenario's failing tasks (and the last lines of its log) just before
+# the summary, so the cause is there without scrolling back through the lanes' interleaved output.
+for s in "${SCENARIOS[@]}"; do
+    [[ "${RESULT[${s}]}" == passed* ]] && continue
+    [ -f "${LOGS}/${s}.log" ] || continue
+    lab_log "---- ${s}: what failed (whole log: ${LOGS}/${s}.log) ----"
+    # Molecule's output has colour codes; the excerpt is for reading, so they go.
+    sed -e 's/\x1b\[[0-9;]*m//g' "${LOGS}/${s}.log" |
+        grep -E -A 14 'fatal: |FAILED! |ERROR|Traceback|failed: \[' | tail -n 40 || true
+    lab_log "---- ${s}: last lines ----"
+    sed -e 's/\x1b\[[0-9;]*m//g' "${LOGS}/${s}.log" | tail -n 15
+done
 lab_log "---- lab summary ----"
 lab_log "images: ${images_s} s"
 for s in "${SCENARIOS[@]}"; do
