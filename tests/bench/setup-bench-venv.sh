@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Build (once per pin) the virtualenv that runs SGLang's own benchmark client, `python -m sglang.benchmark.serving`,
-# in the GPU-less lab: the full `pip install sglang==<pin>`, exactly what the sglang_server role installs on a
+# in the GPU-less lab: the full SGLang install from the pin's hash lock (profiles/locks/sglang-<pin>-py<X.Y>.txt;
+# `pip install --require-hashes --no-deps -r`, then `pip check`), exactly what the sglang_server role installs on a
 # serving host (where the benchmark role runs the client from the server's venv). About 11 GB and 6+ min cold.
+# Without a lock for this Python it resolves the pinned packages afresh (that venv cannot match a lock: generate one
+# with tests/tools/sglang_lock.py). A fresh resolution was the default until a cold run on 2026-12-02 resolved
+# anthropic 2.16.0, httpx 0.29.0 and uvicorn 0.55.0, released after the lock: the lab installs what hosts install.
 # Lighter sets were measured and do not run the client (docs/sglang_benchmark.md, "Lab: the benchmark client venv"):
 #   - a CPU-torch venv (--no-deps sglang + CPU torch 2.13): the client imports sglang.srt.configs, which imports
 #     torchvision, and PyPI's torchvision links libtorch_cuda.so ("operator torchvision::nms does not exist");
@@ -25,8 +29,19 @@ PY="${LLMOPS_SGLANG_PYTHON:-python3}"
 mapfile -t PKGS < <(sed -n -E '/^packages:/,/^[a-z]/ s/^[[:space:]]+([A-Za-z0-9_.-]+):[[:space:]]*"?([0-9][0-9.]*)"?.*/\1==\2/p' \
     "${REPO_ROOT}/profiles/sglang.yml")
 [ "${#PKGS[@]}" -gt 0 ] || PKGS=("sglang==${VERSION}")
-DEPS=("${PKGS[@]}")
-RECIPE="$(printf '%s\n' "${VERSION}" "${PY}" "${DEPS[@]}" | sha256sum | cut -c1-10)"
+PYVER="$("${PY}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+LOCK="${REPO_ROOT}/profiles/locks/sglang-${VERSION}-py${PYVER}.txt"
+if [ -f "${LOCK}" ]; then
+    # The lock is the whole resolution: pip installs exactly it, no resolver (pip 23's hash mode refuses a
+    # dependency with extras such as nvidia-cudnn-frontend's nvidia-cutlass-dsl[cu13]); pip check proves it complete.
+    DEPS=(--require-hashes --no-deps -r "${LOCK}")
+    LOCK_ID="$(sha256sum "${LOCK}" | cut -c1-12)"
+else
+    echo "setup-bench-venv: no lock ${LOCK}; resolving ${PKGS[*]} afresh" >&2
+    DEPS=("${PKGS[@]}")
+    LOCK_ID=none
+fi
+RECIPE="$(printf '%s\n' "${VERSION}" "${PY}" "${PKGS[@]}" "lock ${LOCK_ID}" | sha256sum | cut -c1-10)"
 ROOT="${LLMOPS_SGLANG_VENV_ROOT:-${XDG_CACHE_HOME:-${HOME}/.cache}/llmops-inference}"
 VENV="${ROOT}/sglang-bench-${VERSION}-${RECIPE}"
 
@@ -46,6 +61,7 @@ rm -rf "${VENV}"
 "${PY}" -m venv "${VENV}"
 PIP=("${VENV}/bin/python" -m pip install --quiet --disable-pip-version-check)
 quiet "${PIP[@]}" "${DEPS[@]}"
+quiet "${VENV}/bin/python" -m pip check --disable-pip-version-check >&2
 # Proof the real client loads and parses its arguments before the venv counts as built.
 "${VENV}/bin/python" -m sglang.benchmark.serving --help >/dev/null
 rm -f "${ROOT}"/sglang-bench-"${VERSION}"-*/.complete 2>/dev/null || true

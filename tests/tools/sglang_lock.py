@@ -35,11 +35,15 @@ def canonical(name):
 
 
 def venv_packages(python):
-    out = subprocess.run([python, '-m', 'pip', 'freeze', '--disable-pip-version-check'], check=True,
+    # --all: setuptools and wheel are packages like any other when something requires them (modelscope requires
+    # setuptools: a lock without it is not installable with --require-hashes). pip itself is the installer's.
+    out = subprocess.run([python, '-m', 'pip', 'freeze', '--all', '--disable-pip-version-check'], check=True,
                          stdout=subprocess.PIPE, universal_newlines=True).stdout
     pins = {}
     for line in out.splitlines():
         name, sep, version = line.strip().partition('==')
+        if canonical(name) == 'pip':
+            continue
         if not sep:
             sys.exit('%s: not a pinned release (%s): a lock needs index packages' % (python, line))
         pins[canonical(name)] = (name, version)
