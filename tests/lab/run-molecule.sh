@@ -73,6 +73,24 @@ trap 'exit 143' TERM
 "${LAB_DIR}/build-images.sh"
 images_s=$((SECONDS - total_started))
 
+# Lab containers of any scenario that no run holds (its lock is free) are leftovers of a run that was killed (a
+# session that ended, CI cancelled): systemd goes on inside them, and on the host network their services keep
+# restarting on ports a new run may pick. They go before anything starts; a scenario that another run is testing
+# right now (its lock taken) is left alone.
+for f in extensions/molecule/*/molecule.yml; do
+    s="$(basename "$(dirname "${f}")")"
+    exec 8>"${WORKDIR}/.run-${s}.lock"
+    if flock -n 8; then
+        for name in $(platform_names "${s}"); do
+            if podman container exists "${name}" 2>/dev/null; then
+                lab_log "removing the leftover container ${name} (scenario ${s}, no run holds it)"
+                podman rm -f -t 5 "${name}" >/dev/null || true
+            fi
+        done
+    fi
+    exec 8>&-
+done
+
 LOGS="${REPO_ROOT}/build/lab"
 mkdir -p "${LOGS}"
 JOBS="${LLMOPS_LAB_JOBS:-2}"

@@ -266,15 +266,16 @@ def make_handler(args):
 
         def _send(self, code, body, content_type='application/json'):
             data = body.encode() if content_type.startswith('text/') else json.dumps(body).encode()
+            # Counted before the answer leaves: a client's next request (another thread) must see this one counted.
+            if STATE['ready']:
+                key = (self.path.split('?')[0], self.command, code)
+                with HTTP_LOCK:
+                    HTTP_COUNTS[key] = HTTP_COUNTS.get(key, 0) + 1
             self.send_response(code)
             self.send_header('Content-Type', content_type)
             self.send_header('Content-Length', str(len(data)))
             self.end_headers()
             self.wfile.write(data)
-            if STATE['ready']:
-                key = (self.path.split('?')[0], self.command, code)
-                with HTTP_LOCK:
-                    HTTP_COUNTS[key] = HTTP_COUNTS.get(key, 0) + 1
 
         def do_GET(self):  # noqa: N802 -- http.server API
             path = self.path.split('?')[0]
