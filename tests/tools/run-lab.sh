@@ -27,14 +27,8 @@ for suite in "${suites[@]}"; do
     ${cmd[${suite}]} >"${out}/${suite}.log" 2>&1 &
     pid[${suite}]=$!
 done
-stop_all() {
-    for suite in "${suites[@]}"; do
-        kill "${pid[${suite}]}" 2>/dev/null
-    done
-    wait
-}
-trap 'stop_all; exit 130' INT
-trap 'stop_all; exit 143' TERM
+trap 'kill "${pid[@]}" 2>/dev/null; wait; exit 130' INT
+trap 'kill "${pid[@]}" 2>/dev/null; wait; exit 143' TERM
 say "${suites[*]} started side by side (output: ${out}/<suite>.log)"
 
 # What each suite is doing now: ansible-test's last "Running <target>" line, the lab's last "[lab ...]" line.
