@@ -19,17 +19,22 @@ die() {
 }
 
 ensure_venv() {
-    if [ -x "${OLAH_VENV}/bin/olah-cli" ] &&
-        "${OLAH_VENV}/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('olah') != '${OLAH_VERSION}')"; then
-        return 0
-    fi
-    log "creating ${OLAH_VENV} (pip install olah==${OLAH_VERSION})"
-    rm -rf "${OLAH_VENV}"
+    # One builder at a time (make test runs suites side by side that each start a mirror on a fresh machine); the lock
+    # is a subshell's, so the mirror started later does not inherit it.
     mkdir -p "$(dirname "${OLAH_VENV}")"
-    # From a directory that surely exists (pip needs a working directory).
-    (cd "$(dirname "${OLAH_VENV}")" && python3 -m venv "${OLAH_VENV}" &&
-        "${OLAH_VENV}/bin/python" -m pip install --quiet --disable-pip-version-check "olah==${OLAH_VERSION}" \
-            2> >(grep -v '^WARNING: Location' >&2) >&2)
+    (
+        flock 8
+        if [ -x "${OLAH_VENV}/bin/olah-cli" ] &&
+            "${OLAH_VENV}/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('olah') != '${OLAH_VERSION}')"; then
+            exit 0
+        fi
+        log "creating ${OLAH_VENV} (pip install olah==${OLAH_VERSION})"
+        rm -rf "${OLAH_VENV}"
+        # From a directory that surely exists (pip needs a working directory).
+        cd "$(dirname "${OLAH_VENV}")" && python3 -m venv "${OLAH_VENV}" &&
+            "${OLAH_VENV}/bin/python" -m pip install --quiet --disable-pip-version-check "olah==${OLAH_VERSION}" \
+                2> >(grep -v '^WARNING: Location' >&2) >&2
+    ) 8>"${OLAH_VENV}.lock"
 }
 
 free_port() {

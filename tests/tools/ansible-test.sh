@@ -17,6 +17,17 @@ print(re.search(r"pip='([0-9.]+)'", src).group(1))
 PY
 )"
 mkdir -p ~/.ansible/test/cache
+# ansible-test makes its SSH key pair on first use, and two runs that start together on a fresh machine (make test runs
+# the integration halves side by side) both find it missing: the second ssh-keygen stops at "Overwrite (y/n)?". The
+# pair is made here once, under a lock, as ansible-test makes it (PEM, the RSA header paramiko reads).
+(
+    flock 9
+    if [ ! -f ~/.ansible/test/id_rsa ] || [ ! -f ~/.ansible/test/id_rsa.pub ]; then
+        rm -f ~/.ansible/test/id_rsa ~/.ansible/test/id_rsa.pub
+        ssh-keygen -m PEM -q -t rsa -N '' -f ~/.ansible/test/id_rsa
+        sed -i -E 's/(BEGIN|END) PRIVATE KEY/\1 RSA PRIVATE KEY/' ~/.ansible/test/id_rsa
+    fi
+) 9>~/.ansible/test/.keygen.lock
 install -m 0644 "$repo/tests/tools/offline_get_pip.py" ~/.ansible/test/cache/"get_pip_${pip_version//./_}.py"
 
 # Copy only what git would ship (tracked + untracked-not-ignored), so local venvs and build output never leak in.
