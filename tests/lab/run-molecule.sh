@@ -109,6 +109,12 @@ run_scenario() {
     CURRENT_INSTANCES="$(platform_names "${s}")"
     # Left over from an aborted run: an existing container would make molecule's create fail or reuse it.
     remove_current_containers
+    # And its molecule state: molecule keeps a scenario's ephemeral directory (inventory, the lab's lock file and
+    # deployment records) under ~/.ansible/tmp/molecule.<checksum of the checkout's directory name>.<scenario> and
+    # prunes it only after a run that ends well, so a killed or failed run's state met the next run of a checkout with
+    # the same name (a cold run found a stale lock entry naming a commit the new mirror does not have, and a stale
+    # measured memory in place of the profile's). Holding the scenario's lock, no other run of it uses these.
+    rm -rf "${HOME}/.ansible/tmp/molecule."*".${s}"
     lab_log "molecule test -s ${s}"
     # shellcheck disable=SC2086 # MOLECULE_EXTRA_ARGS is a word list
     if molecule test -s "${s}" ${MOLECULE_EXTRA_ARGS:-}; then
