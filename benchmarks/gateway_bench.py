@@ -270,6 +270,9 @@ def load_main(argv):
                 and time.time() < deadline:
             time.sleep(0.2)
     summary = summarize(load.results)
+    # Why it stopped: a load cut by --max-seconds is not a measurement of the whole change.
+    summary['stopped_by'] = 'stop file' if os.path.exists(args.stop_file) else (
+        'max-seconds' if time.time() >= deadline else 'lab gone')
     with open(args.out, 'w') as handle:
         json.dump(dict(summary=summary, rate=args.rate, results=load.results), handle, indent=1)
     print(json.dumps(summary))
