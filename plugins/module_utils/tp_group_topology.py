@@ -31,7 +31,7 @@ def picture(group, http_host, http_port, unit, gpu_name):
     for item in group['ranks']:
         head = item['node_rank'] == 0
         title = '%s: rank %d%s' % (item['host'], item['node_rank'], ', head' if head else '')
-        body = ['%s on %s, %s' % (item['address'], item['ifname'],
+        body = ['%s on %s, %s' % (item['address'], item['ifname'] or 'unset',
                                   'rendezvous tcp://%s (TCPStore)' % group['dist_init_addr'] if head
                                   else 'joins tcp://%s' % group['dist_init_addr'])]
         gpu, tp = _gpu_lines(item, per_node)

@@ -36,6 +36,25 @@ mkdir -p "$work"
   | xargs -0 -I{} sh -c 'if test -e "{}"; then printf "%s\0" "{}"; fi' | tar --null -T - -cf -) | tar -C "$work" -xf -
 # ansible-test sanity needs a git repo view of the tree to decide what is "in" the collection.
 (cd "$work" && git init -q && git add -A && git -c user.email=ci@localhost -c user.name=ci commit -qm snapshot)
+# ansible-test passes the targets only its own environment variables, so what the integration targets need from
+# this machine goes into tests/integration/integration_config.yml (ansible-test's vars file for every role target):
+# the lab SGLang venv's python, which has torch, for gpu_p2p_check's CPU-simulation runs (P2PCHECK_TEST_PYTHON set,
+# even empty, is used as it is; setup-bench-venv.sh builds the venv once, under its lock), and whether the run must
+# be complete (LLMOPS_REQUIRE_ALL, default 1 since the runtime is provided here: a missing one fails, not skips).
+if [ "${1:-}" = integration ]; then
+    p2p_python="${P2PCHECK_TEST_PYTHON-$("$repo/tests/bench/setup-bench-venv.sh" | tail -n 1)}"
+    require_all="${LLMOPS_REQUIRE_ALL:-1}"
+    "$venv/bin/python" - "$work/tests/integration/integration_config.yml" "$p2p_python" "$require_all" <<'PY'
+import json, sys
+path, python, require = sys.argv[1:]
+if require not in ('0', '1'):
+    sys.exit('ansible-test.sh: LLMOPS_REQUIRE_ALL=%r: the value must be 1 (a missing lab runtime fails) or 0 (it '
+             'may skip). Fix: export LLMOPS_REQUIRE_ALL=1 or LLMOPS_REQUIRE_ALL=0' % require)
+with open(path, 'w') as handle:
+    json.dump({'llmops_test_p2p_python': python, 'llmops_test_require_all': require == '1'}, handle)
+    handle.write('\n')
+PY
+fi
 cd "$work"
 export PATH="$venv/bin:$PATH"
 ansible-test "$@"

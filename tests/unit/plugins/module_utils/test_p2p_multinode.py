@@ -74,7 +74,11 @@ def test_a_worker_that_printed_nothing_is_broken_not_fatal():
     assert out['verdict'] == 'nodes_broken' and 'killed by the outer timeout' in out['reason']
 
 
-needs_torch = pytest.mark.skipif(not TORCH_PYTHON, reason='set P2PCHECK_TEST_PYTHON to a Python with (CPU) torch')
+def needs_torch(test):
+    """Real gloo ranks under a Python with torch (make unit: the lab SGLang venv's); requires_lab: under
+    LLMOPS_REQUIRE_ALL=1 or CI=true the skip is a failure (tests/unit/require_lab.py)."""
+    skip = pytest.mark.skipif(not TORCH_PYTHON, reason='set P2PCHECK_TEST_PYTHON to a Python with (CPU) torch')
+    return pytest.mark.requires_lab(skip(test))
 
 
 def _free_port():

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -80,7 +81,13 @@ def test_without_torch_the_failure_is_precise():
     assert doc['probe'] is None and 'nccl' not in doc
 
 
-needs_torch = pytest.mark.skipif(not TORCH_PYTHON, reason='set P2PCHECK_TEST_PYTHON to a Python with (CPU) torch')
+def needs_torch(test):
+    """A run of the real worker under a Python with torch (make unit: the lab SGLang venv's); requires_lab: under
+    LLMOPS_REQUIRE_ALL=1 or CI=true the skip is a failure (tests/unit/require_lab.py)."""
+    skip = pytest.mark.skipif(not TORCH_PYTHON, reason='set P2PCHECK_TEST_PYTHON to a Python with (CPU) torch')
+    return pytest.mark.requires_lab(skip(test))
+
+
 SIM = {'P2PCHECK_SIMULATE': 'cpu'}
 SMALL = ('--sizes-mib', '1', '--allreduce-mib', '1')
 
@@ -115,17 +122,42 @@ def test_sim_hang_killed_within_deadline():
 
 
 @needs_torch
-def test_sim_outer_sigterm_reports_partial_result():
-    # the coreutils timeout path: SIGTERM to the worker mid-run -> children killed, partial JSON, rc 124
+def test_sim_outer_sigterm_reports_partial_result(tmp_path):
+    # the coreutils timeout path: SIGTERM to the worker mid-run -> children killed, partial JSON, rc 124. The signal
+    # comes once the last rank says it is hanging (its stage file in the worker's temp dir), not after a guessed delay.
     proc = subprocess.Popen([TORCH_PYTHON, WORKER, '--fault', 'hang_nccl', '--nccl-timeout', '120'] + list(SMALL),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, **SIM))
+                            env=dict(os.environ, TMPDIR=str(tmp_path), **SIM))
     try:
-        out, _err = proc.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
+        deadline = time.monotonic() + 240
+        stages = []
+        while proc.poll() is None and time.monotonic() < deadline:
+            stages = [p for p in tmp_path.glob('p2pcheck-*/rank1.stages') if 'fault_hang' in p.read_text()]
+            if stages:
+                break
+            time.sleep(0.2)
+        assert stages, 'rank 1 never reached its hang (rc %s)' % proc.poll()
         proc.terminate()
         out, _err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 124
     doc = json.loads(out.strip().splitlines()[-1])
     assert doc['terminated_by_signal'] == 15
     assert doc['probe']['simulated'] is True
+    assert doc['copy']['ran'] is True and 'nccl' not in doc  # stopped inside the all-reduce step, before its report
+    # the children went with it: the rank that hung in its sleep loop is no longer running
+    time.sleep(1)
+    assert not [pid for pid, cmdline in _cmdlines() if str(tmp_path) in cmdline]
+
+
+def _cmdlines():
+    """(pid, command line) of every process still running (a zombie has an empty one)."""
+    for pid in os.listdir('/proc'):
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as handle:
+                yield pid, handle.read().replace(b'\0', b' ').decode('utf-8', 'replace')
+        except (IOError, OSError, ValueError):
+            continue
