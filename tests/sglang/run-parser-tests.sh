@@ -22,5 +22,12 @@ elif [ $# -eq 0 ]; then
     exit 1
 fi
 "${py}" "${here}/test_parser.py"
+# The planner's architecture facts against ModelConfig for every real config, the served list against the registry.
+"${py}" "${here}/test_planner_families_sglang.py"
+# The quant_method the planner prices each fixture by, against SGLang's own _parse_quant_hf_config.
+"${py}" "${here}/test_quant_method.py"
+# The VRAM planner's oracle: SGLang's own resolution and pool sizing of the make-test subset must still give the
+# committed tests/fixtures/oracle/reference.json (which tests/unit compares vram_plan.plan() with); ~10 s warm.
+"${py}" "${root}/benchmarks/oracle_grid.py" --check-reference
 # Every log line the collection matches and every pre-check that quotes SGLang, against the installed source.
 exec "${py}" "${here}/test_log_catalogue.py"
