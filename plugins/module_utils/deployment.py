@@ -61,9 +61,13 @@ def _settings_table(settings, sources, plan, rendered, model, draft_source, step
         if key == 'tp_size':
             value, source = settings['_tp'], tp_source
         elif key in ('mem_fraction_static', 'max_running_requests', 'context_length'):
-            if value is None and plan:
-                # With DP attention the command line states the total over the workers (each gets total // dp).
-                value, source = plan.get('max_running_requests_total' if key == 'max_running_requests' else key), 'plan'
+            if value is None and plan and key == 'max_running_requests':
+                # Not on the command line: SGLang's own choice, as the plan computes it (the total over DP workers).
+                value = plan.get('max_running_requests_total')
+                source = 'sglang default (no flag; the plan: bound by %s)' % str(
+                    plan.get('max_running_requests_bound_by') or '?').replace('_', ' ')
+            elif value is None and plan:
+                value, source = plan.get(key), 'plan'
         elif key in ('speculative_num_draft_tokens', 'speculative_num_steps'):
             value, source = settings['_' + key], draft_source if key.endswith('tokens') else steps_source
         elif key in ('reasoning_parser', 'tool_call_parser'):
@@ -258,7 +262,7 @@ def resolve_server(ctx, variant=None):
     if record['measured'] is not None:
         settings['llmops_plan_free_memory_before_load_gib'] = record['measured']['free_memory_before_load_gib']
     if not problems:
-        inputs = plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps)
+        inputs = plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps, model_facts.get('path'))
         plan, plan_error = run_plan(ctx, settings, inputs, problems)
         if plan is not None:
             if record['measured'] is not None:

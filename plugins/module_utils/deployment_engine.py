@@ -4,8 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The VRAM plan and the SGLang command line of one deployment, each computed once, refusals mapped to variables.
 
-PRIVATE to the collection. ``plan_inputs`` turns the resolved settings into the planner's inputs (the
-4096-request target of deployment_spec when the radix cache is on), ``run_plan`` calls vram_plan once and turns
+PRIVATE to the collection. ``plan_inputs`` turns the resolved settings into the planner's inputs, ``run_plan`` calls vram_plan once and turns
 a PlanError into a refusal naming the variable to change, ``render`` calls sglang_flags.render once with the
 plan's values and turns its pre-checks into refusals (SGLang's own wording, or the collection's own refusals).
 """
@@ -19,11 +18,7 @@ import re
 
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, vram_plan
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_server_checks import pick
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import (
-    BY_NAME,
-    MAX_RUNNING_REQUESTS_TARGET,
-)
+from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import BY_NAME
 
 # Planner refusal kind -> the variable the operator most likely has to change.
 _PLAN_VARIABLE = {
@@ -67,7 +62,7 @@ _CHECK_VARIABLE = {
 }
 
 
-def plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps):
+def plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps, model_path=None):
     serving = model.get('serving') or {}
     spec = serving.get('speculative') or {}
     max_tp = None
@@ -80,13 +75,9 @@ def plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps):
         release=release, model_config=model.get('config'), weights_bytes=model.get('weights_bytes'), gpu_profile=gpu,
         tp_size=tp, mem_fraction_static=settings['llmops_mem_fraction_static'],
         context_length=settings['llmops_context_length'],
-        # With the radix cache on, the mamba pool is sized from memory and caps the running requests, so asking for
-        # the target yields what the pools hold. With it off SGLang sizes the pool from max_running_requests itself:
-        # leave it to SGLang's own estimate (the plan then says what that is).
-        # Under DP attention SGLang splits an explicit value over the workers: the target is per worker.
-        max_running_requests=pick(settings['llmops_max_running_requests'],
-                                  MAX_RUNNING_REQUESTS_TARGET * max(1, settings['llmops_dp_size'] or 1)
-                                  if settings['llmops_radix_cache'] else None),
+        # The operator's value or none: unset, SGLang picks its own (its estimate from the KV pool, capped by the
+        # pools; 48 under speculative decoding) and the plan reports that value and what binds it.
+        max_running_requests=settings['llmops_max_running_requests'],
         speculative_num_draft_tokens=draft, speculative_num_steps=steps if draft else None,
         speculative_eagle_topk=settings.get('_speculative_eagle_topk'),
         speculative_algorithm=settings.get('_speculative_algorithm'),
@@ -103,7 +94,9 @@ def plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps):
         free_memory_before_load_gib=settings['llmops_plan_free_memory_before_load_gib'],
         free_memory_after_load_gib=settings['llmops_plan_free_memory_after_load_gib'],
         concurrency=settings['llmops_plan_concurrency'], min_headroom_gib=settings['llmops_plan_min_headroom_gib'],
-        mtp_accept_length=spec.get('expected_accept_length'), max_tp=max_tp)
+        mtp_accept_length=spec.get('expected_accept_length'), max_tp=max_tp,
+        # The rendered --model-path: SGLang keys a few defaults on its name (a 'llama-2' path caps the prefill graphs).
+        model_path_name=model_path)
 
 
 def run_plan(ctx, settings, inputs, problems):
@@ -120,9 +113,11 @@ def run_plan(ctx, settings, inputs, problems):
                 break
         name = named or name
         value = settings.get(name, NOVALUE) if name in settings else NOVALUE
-        if exc.kind == 'weights':
-            fix = ('use a larger llmops_tp_size, a smaller (quantized) checkpoint, or raise llmops_mem_fraction_static '
-                   'where the message says so; run make plan for the numbers')
+        if exc.kind == 'weights' and 'Raise --mem-fraction-static' in text:
+            fix = ('raise llmops_mem_fraction_static above the value the message gives, or use a larger llmops_tp_size; '
+                   'run make plan for the numbers')
+        elif exc.kind == 'weights':
+            fix = 'use a larger llmops_tp_size or a smaller (quantized) checkpoint; run make plan for the numbers'
         elif exc.kind == 'mtp':
             fix = 'set llmops_speculative_num_draft_tokens: 0 (MTP off) or use a checkpoint with its MTP head'
         elif exc.kind == 'tp':
@@ -133,7 +128,9 @@ def run_plan(ctx, settings, inputs, problems):
             fix = llmops_names(planner_fix)
         elif name in _PLAN_FIX:
             fix = _PLAN_FIX[name]
-        problems.add(name, value if value is not None else inputs.get('tp_size'),
+        if value is None:
+            value = inputs.get('tp_size') if name == 'llmops_tp_size' else NOVALUE
+        problems.add(name, value,
                      'SGLang %s would refuse to start (its memory planner, %s): %s'
                      % (inputs['release']['version'], exc.kind, text), fix, kind='plan_' + exc.kind)
         return None, dict(kind=exc.kind, msg=str(exc), details=getattr(exc, 'details', {}))
@@ -172,11 +169,14 @@ def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_fac
         host.update(node_rank=group['node_rank'], dist_init_addr=group['dist_init_addr'],
                     dist_timeout=group['dist_timeout'],
                     node_env=dict(group['env'], LLMOPS_TP_GROUP_LINK=_compact_json(group['link'])))
-    plan_values = dict((key, plan.get(key)) for key in ('mem_fraction_static', 'max_running_requests',
-                                                        'context_length', 'chunked_prefill_size')
+    plan_values = dict((key, plan.get(key)) for key in ('mem_fraction_static', 'context_length', 'chunked_prefill_size')
                        if plan and plan.get(key) is not None)
-    if plan and plan.get('max_running_requests_total') is not None:
-        # The command line states the total; SGLang gives each DP worker total // dp (kv_cache_configurator.py:3128).
+    if plan and plan.get('max_running_requests_bound_by'):
+        # What binds SGLang's own choice (the renderer warns only where the speculative reset to 48 is the bound).
+        plan_values['max_running_requests_bound_by'] = plan['max_running_requests_bound_by']
+    if plan and settings['llmops_max_running_requests'] is not None and plan.get('max_running_requests_total'):
+        # Only an operator's value is rendered, as the plan caps it; the command line states the total and SGLang
+        # gives each DP worker total // dp (kv_cache_configurator.py:3128). Unset, SGLang's own choice stands.
         plan_values['max_running_requests'] = plan['max_running_requests_total']
     try:
         result = sglang_flags.render(release, model, plan_values, host, server)

@@ -43,11 +43,6 @@ COLLECTION_PREFIXES = ('llmops_', 'deployment_', 'sglang_server_', 'sglang_bench
 # Names with the llmops_ prefix that are not settings: the published fact and the secret it does not carry.
 RESULT_NAMES = ('llmops_deployment',)
 
-# What the resolver asks the planner for when llmops_max_running_requests is unset: the planner caps it at what
-# the mamba pool and the KV cache hold, and the command line always states the result explicitly (MTP would
-# otherwise reset it to 48 silently).
-MAX_RUNNING_REQUESTS_TARGET = 4096
-
 PORT_MIN, PORT_MAX = 1, 65535
 VMID_MIN, VMID_MAX = 100, 999999999
 
@@ -135,9 +130,9 @@ VARIABLES = [
        "--mem-fraction-static, the share of GPU memory for weights and the static pools; null is SGLang's own "
        'heuristic as the VRAM plan reproduces it.', min=0.0, max=1.0, exclusive=True, group=_FLAGS),
     _v('llmops_max_running_requests', 'int', None,
-       '--max-running-requests; null is what the mamba pool and the KV cache hold (the plan), always rendered '
-       'explicitly so MTP cannot reset it to 48. With DP attention it is the total: each worker gets '
-       'value // llmops_dp_size.', min=1, group=_FLAGS),
+       "--max-running-requests; null renders no flag and leaves SGLang's own choice (its estimate from the KV pool, "
+       'capped by the pools; 48 under speculative decoding), which the plan reports with what binds it. With DP '
+       'attention it is the total: each worker gets value // llmops_dp_size.', min=1, group=_FLAGS),
     _v('llmops_context_length', 'int', None,
        "--context-length in tokens; null is the model's maximum (max_position_embeddings).", min=1, group=_FLAGS),
     _v('llmops_chunked_prefill_size', 'int', None,

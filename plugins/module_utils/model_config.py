@@ -21,13 +21,14 @@ SIZE_KEYS = ('hidden_size', 'num_hidden_layers', 'num_attention_heads')
 # The KV-cache families the planner sizes, each a set of architecture names in the release table
 # (profiles/sglang_releases.yml architectures): hybrid_gdn (Gated DeltaNet + full attention), mla (latent KV),
 # hybrid_swa (sliding-window + full attention layers), gqa (one plain MHA/GQA pool over every layer).
-FAMILIES = ('hybrid_gdn', 'mla', 'hybrid_swa', 'gqa')
+FAMILIES = ('hybrid_gdn', 'mla', 'hybrid_swa', 'gqa', 'hybrid_mamba')
 # What each family's pool keeps per token and layer, for messages.
 FAMILY_TEXT = {
     'hybrid_gdn': 'Gated DeltaNet state per request + K/V of the full-attention layers',
     'mla': 'one latent vector (kv_lora_rank + qk_rope_head_dim) per layer, on every TP rank',
     'hybrid_swa': 'K/V of full layers + a smaller pool for the sliding-window layers',
     'gqa': 'K/V of every layer, KV heads split over TP',
+    'hybrid_mamba': 'Mamba-2 state per request + K/V of the attention layers',
 }
 
 
@@ -41,6 +42,17 @@ def _get(text, root, key, default=None):
     if key in root and root[key] is not None:
         return root[key]
     return default
+
+
+def served_dtype(text, root):
+    """The dtype SGLang serves a checkpoint in under --dtype auto (configs/model_config.py:2284-2345
+    _get_and_verify_dtype): the config's dtype (or torch_dtype); a float32 config, or one that names none, runs in
+    float16 (bfloat16 for model_type gemma*)."""
+    name = str(_get(text, root, 'dtype', _get(text, root, 'torch_dtype', 'float32'))).replace('torch.', '')
+    if name in ('float32', 'float'):
+        model_type = str(text.get('model_type') or root.get('model_type') or '')
+        return 'bfloat16' if model_type.startswith('gemma') else 'float16'
+    return name
 
 
 def _int(text, root, key, default=0):
@@ -101,6 +113,49 @@ def dsa_indexer_layers(text, root, layers):
             return max(layer - offset + 1, 0) % freq != 0
         return max(layer - 1, 0) % freq != 0
     return sum(1 for layer in range(layers) if not skips(layer))
+
+
+def quantization_config(text, root):
+    """The checkpoint's quantization config as SGLang reads it (configs/model_config.py:1727-1746): quantization_config
+    (the text config's first, as for every key here), else compression_config (compressed-tensors); None without one."""
+    for key in ('quantization_config', 'compression_config'):
+        value = _get(text, root, key)
+        if isinstance(value, dict) and value:
+            return value
+    return None
+
+
+def sglang_quant_method(quant):
+    """The quant_method SGLang resolves for a checkpoint's quantization config; None without one.
+
+    configs/model_config.py:1727-1741: a config without quant_method, or with "modelopt", is parsed by
+    _parse_modelopt_quant_config (:1838-1897, unwrapping a nested hf_quant_config.json with
+    unwrap_modelopt_quantization_config, :116-121), whose quant_algo decides: MIXED_PRECISION -> modelopt_mixed
+    (a layer in NVFP4 / W4A16_NVFP4) or w4afp8; a quant_algo containing FP4 -> modelopt_fp4; FP8 -> modelopt_fp8;
+    MXFP8 -> mxfp8. Any other config keeps its quant_method (else its quant_algo, else "unnamed"), so a quantized
+    checkpoint is never taken for an unquantized one.
+    """
+    if not isinstance(quant, dict) or not quant:
+        return None
+    method = quant.get('quant_method')
+    inner = quant.get('quantization', quant)
+    if isinstance(inner, dict) and isinstance(inner.get('quantization'), dict):
+        inner = inner['quantization']
+    inner = inner if isinstance(inner, dict) else {}
+    algo = inner.get('quant_algo')
+    if method is None or method == 'modelopt':
+        if algo == 'MIXED_PRECISION':
+            layers = inner.get('quantized_layers') or {}
+            nvfp4 = any(str(layer.get('quant_algo', '')).upper() in ('NVFP4', 'W4A16_NVFP4')
+                        for layer in layers.values() if isinstance(layer, dict))
+            return 'modelopt_mixed' if nvfp4 else 'w4afp8'
+        if isinstance(algo, (type(u''), str)) and 'FP4' in algo:
+            return 'modelopt_fp4'
+        if algo == 'FP8':
+            return 'modelopt_fp8'
+        if algo == 'MXFP8':
+            return 'mxfp8'
+    return method or (str(algo) if algo else 'unnamed')
 
 
 def family_of(arch, hybrid, architectures):
@@ -212,7 +267,7 @@ def model_facts(config, architectures):
     # (swa_num_key_value_heads, else the full layers' KV heads).
     v_head_dim = _int(text, config, 'v_head_dim', head_dim) or head_dim
     swa_head_dim = _int(text, config, 'swa_head_dim', head_dim) or head_dim
-    quant = _get(text, config, 'quantization_config') or {}
+    quant = quantization_config(text, config) or {}
     vision = config.get('vision_config')
     mtp_layers = _get(text, config, 'mtp_num_hidden_layers')
     # configs/model_config.py:1602-1604: ModelConfig.num_nextn_predict_layers reads the TEXT config only.
@@ -220,7 +275,7 @@ def model_facts(config, architectures):
     model_type = config.get('model_type') or text.get('model_type')
     dsa = arch in (architectures.get('dsa') or ()) and _get(text, config, 'index_topk') is not None
     eagle = _get(text, config, 'eagle_config') or {}
-    return dict(
+    return _more_families(text, config, architectures, dict(
         arch=arch,
         model_type=config.get('model_type') or text.get('model_type'),
         sized=not missing, missing=missing,
@@ -247,8 +302,8 @@ def model_facts(config, architectures):
         tied=bool(_get(text, config, 'tie_word_embeddings', False)),
         context=context_length(text, text.get('model_type') or model_type),
         ssm_dtype=_get(text, config, 'mamba_ssm_dtype', 'float32'),
-        dtype=str(_get(text, config, 'dtype', _get(text, config, 'torch_dtype', 'bfloat16'))).replace('torch.', ''),
-        quant_method=quant.get('quant_method') if isinstance(quant, dict) else None,
+        dtype=served_dtype(text, config),
+        quant_method=sglang_quant_method(quant),
         kv_cache_quant_algo=quant.get('kv_cache_quant_algo') if isinstance(quant, dict) else None,
         mtp_layers=int(mtp_layers if mtp_layers is not None else (nextn or 0)),
         mtp_layers_known=mtp_layers is not None or nextn is not None,
@@ -269,4 +324,97 @@ def model_facts(config, architectures):
         vision=vision if isinstance(vision, dict) else None,
         multimodal=arch in architectures['multimodal'] or isinstance(vision, dict),
         layout=_layout(text, config, arch, config.get('model_type')),
-    )
+    ))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Families added after the first four (issue #26 point 4): chunked-attention hybrids (Llama-4), VLMs whose
+# multimodal path SGLang leaves off by default, and the served-but-unsized / not-served refusals.
+# --------------------------------------------------------------------------------------------------------------
+
+def _more_families(text, root, architectures, facts):
+    """The facts of the architectures the first model_facts() pass does not know, in place; returns ``facts``.
+
+    chunked_attention (release table: architecture -> N): every N-th layer keeps full attention and the others a
+    chunked local window of attention_chunk_size tokens, which SGLang pools as sliding-window layers
+    (configs/model_config.py:2705-2711 get_hybrid_layer_ids: (i + 1) % 4 == 0 is full for
+    Llama4ForConditionalGeneration). Llama-4's MoE layers add one shared expert of intermediate_size beside the
+    routed ones, and its dense layers use intermediate_size_mlp (models/llama4.py Llama4MoE / Llama4MLP); a layer is
+    MoE when (i + 1) % interleave_moe_layer_step == 0.
+    multimodal_off_by_default: SGLang serves these text-only unless --enable-multimodal
+    (configs/model_config.py:690-703; models/mllama4.py:460-490 builds no vision model then): no vision weights.
+    """
+    arch = facts['arch']
+    interval = (architectures.get('chunked_attention') or {}).get(arch)
+    if interval and facts['layers']:
+        layers = facts['layers']
+        full = [i for i in range(layers) if (i + 1) % int(interval) == 0]
+        facts.update(full_layer_ids=full, n_full=len(full), swa_layer_ids=[i for i in range(layers) if i not in full],
+                     n_swa=layers - len(full), sliding_window=_int(text, root, 'attention_chunk_size'))
+        if facts['experts']:
+            step = _int(text, root, 'interleave_moe_layer_step', 1) or 1
+            moe_layers = sum(1 for i in range(layers) if (i + 1) % step == 0)
+            # Dense-layer COUNT (param_counts); their positions interleave, which only quantized pricing would see.
+            facts.update(shared_inter=_int(text, root, 'intermediate_size'), dense_layers=layers - moe_layers,
+                         dense_inter=_int(text, root, 'intermediate_size_mlp') or facts['dense_inter'])
+    if arch in (architectures.get('hybrid_mamba') or ()):
+        _mamba2_hybrid(text, root, facts)
+    if arch in (architectures.get('multimodal_off_by_default') or ()):
+        facts.update(vision=None, multimodal=False)
+    return facts
+
+
+def served_architectures(architectures):
+    """The model classes the release serves (its model registry), sorted; None when the table has not read it."""
+    served = architectures.get('served')
+    return sorted(served) if served else None
+
+
+def unsized_reason(arch, architectures, version):
+    """Why the planner refuses an architecture it has in no family: not served at all, or served but not sized."""
+    served = served_architectures(architectures)
+    sized = ', '.join(supported_architectures(architectures))
+    if served is not None and arch not in served:
+        return ('architecture %s is not served by sglang %s: it is not in that release\'s model registry '
+                '(sglang/srt/models/), so SGLang refuses to load it. Use a checkpoint of an architecture it serves '
+                '(%d names): %s' % (arch, version, len(served), ', '.join(served)))
+    return ('architecture %s is not one the planner sizes for sglang %s%s (its KV-cache layout was not read from '
+            'that release); supported: %s. Add it to a family in profiles/sglang_releases.yml architectures only '
+            'after reading its pool in the SGLang source'
+            % (arch, version, ', though that release serves it (its model registry has it)' if served is not None
+               else '', sized))
+
+
+# NemotronH block letters (configs/nemotron_h.py: MAMBA "M", ATTENTION "*", MLP "-", MOE "E").
+BLOCK_KINDS = 'M*-E'
+
+
+def _mamba2_hybrid(text, root, facts):
+    """Attention + Mamba-2 hybrids (NemotronH, configs/nemotron_h.py): one block per letter of
+    hybrid_override_pattern; the attention layers keep K/V (DefaultPoolConfigurator over mambaish
+    full_attention_layer_ids), the Mamba-2 layers a state per request shaped by Mamba2StateShape.create
+    (configs/mamba_utils.py:194-243: conv over mamba_num_heads x mamba_head_dim + 2 x n_groups x ssm_state_size,
+    SSM mamba_num_heads x mamba_head_dim x ssm_state_size), which the GDN slot arithmetic shares: the GDN key names
+    carry the Mamba-2 sizes (lin_v_heads = mamba_num_heads, lin_v_dim = mamba_head_dim, lin_k_heads = n_groups,
+    lin_k_dim = ssm_state_size). A pattern letter outside M * - E, or a pattern whose length is not
+    num_hidden_layers, raises ModelConfigError."""
+    pattern = _get(text, root, 'hybrid_override_pattern')
+    if not isinstance(pattern, str) or not pattern or any(c not in BLOCK_KINDS for c in pattern):
+        raise ModelConfigError('model config: %s needs hybrid_override_pattern, a string of %s (Mamba-2, attention, '
+                               'MLP, MoE), got %r' % (facts['arch'], ' '.join(BLOCK_KINDS), pattern))
+    if facts['layers'] and len(pattern) != facts['layers']:
+        raise ModelConfigError('model config: hybrid_override_pattern has %d blocks but num_hidden_layers is %d'
+                               % (len(pattern), facts['layers']))
+    head_dim = _int(text, root, 'head_dim') or _int(text, root, 'attention_head_dim') or facts['head_dim']
+    full = [i for i, c in enumerate(pattern) if c == '*']
+    experts = _int(text, root, 'n_routed_experts')
+    facts.update(
+        family='hybrid_mamba', hybrid=True, layers=len(pattern), block_pattern=pattern, full_layer_ids=full,
+        n_full=len(full), n_linear=pattern.count('M'), head_dim=head_dim, v_head_dim=head_dim,
+        lin_v_heads=_int(text, root, 'mamba_num_heads'), lin_v_dim=_int(text, root, 'mamba_head_dim'),
+        lin_k_heads=_int(text, root, 'n_groups', 1) or 1, lin_k_dim=_int(text, root, 'ssm_state_size'),
+        conv_kernel=_int(text, root, 'conv_kernel', 4) or 4,
+        experts=experts if 'E' in pattern else 0, moe_inter=_int(text, root, 'moe_intermediate_size'),
+        shared_inter=_int(text, root, 'moe_shared_expert_intermediate_size') * (_int(text, root, 'n_shared_experts', 1) or 1)
+        if 'E' in pattern else 0,
+        dense_layers=0, extra_buffer_supported=True)

@@ -264,11 +264,54 @@ def _mlp(f, layer):
     return dense_mlp(f)
 
 
+def mamba2_mixer(f):
+    """One Mamba-2 mixer of NemotronH (models/nemotron_h.py NemotronHMambaDecoderLayer / MambaMixer2): in_proj to
+    [z, x, B, C, dt], the causal conv over x/B/C (with bias), A_log, D, dt_bias, the gated norm and out_proj."""
+    hidden, heads = f['hidden'], f['lin_v_heads']
+    inner = heads * f['lin_v_dim']
+    conv_dim = inner + 2 * f['lin_k_heads'] * f['lin_k_dim']
+    return [('mixer.in_proj', (inner + conv_dim + heads, hidden), 'linear'),
+            ('mixer.conv1d', (conv_dim, 1, f['conv_kernel']), 'conv'), ('mixer.conv1d.bias', (conv_dim,), 'vector'),
+            ('mixer.A_log', (heads,), 'vector'), ('mixer.D', (heads,), 'vector'), ('mixer.dt_bias', (heads,), 'vector'),
+            ('mixer.norm', (inner,), 'norm'), ('mixer.out_proj', (hidden, inner), 'linear')]
+
+
+def _relu2_mlp(prefix, inter, hidden, role='linear'):
+    return [(prefix + 'up_proj', (inter, hidden), role), (prefix + 'down_proj', (hidden, inter), role)]
+
+
+def block_pattern_layer(f, kind):
+    """One NemotronH block of hybrid_override_pattern: M Mamba-2, * attention, - relu2 MLP (up/down, no gate),
+    E MoE (relu2 routed experts, a shared expert, the router and its score-correction bias); each with its norm."""
+    hidden = f['hidden']
+    out = [('norm', (hidden,), 'norm')]
+    if kind == 'M':
+        return out + mamba2_mixer(f)
+    if kind == '*':
+        return out + [('mixer.' + name[len('self_attn.'):], shape, role) for name, shape, role in attention(f)]
+    if kind == '-':
+        return out + _relu2_mlp('mixer.', f['dense_inter'], hidden)
+    experts = [t + (f['experts'],) for t in _relu2_mlp('mixer.experts.0.', f['moe_inter'], hidden, 'expert')]
+    shared = _relu2_mlp('mixer.shared_experts.', f['shared_inter'], hidden) if f['shared_inter'] else []
+    return out + experts + shared + [('mixer.gate', (f['experts'], hidden), 'router'),
+                                     ('mixer.gate.e_score_correction_bias', (f['experts'],), 'fp32')]
+
+
 def checkpoint(f):
     """Every tensor of the checkpoint: dicts of part (language / vision / mtp), name, shape, role, count and
     checkpoint_only (in the files, not kept by SGLang: the DeepSeek MTP layer's own embedding and head)."""
     lay = _lay(f)
     out = []
+    if f.get('block_pattern'):
+        # NemotronH: backbone.embeddings, one block per pattern letter, backbone.norm_f, lm_head.
+        vocab, hidden = f['vocab'], f['hidden']
+        tensors = [('backbone.embeddings', (vocab, hidden), 'embed'), ('backbone.norm_f', (hidden,), 'norm')]
+        if not f['tied']:
+            tensors.append(('lm_head', (vocab, hidden), 'head'))
+        for layer, kind in enumerate(f['block_pattern']):
+            tensors += [('backbone.layers.%d.%s' % (layer, t[0]),) + tuple(t[1:]) for t in block_pattern_layer(f, kind)]
+        return [dict(part='language', name=t[0], shape=tuple(t[1]), role=t[2], count=t[3] if len(t) > 3 else 1,
+                     checkpoint_only=False) for t in tensors]
 
     def add(part, prefix, tensors, checkpoint_only=False):
         for tensor in tensors:

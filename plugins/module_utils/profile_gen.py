@@ -110,7 +110,7 @@ def _parsers(release, files, config, guesses, notes):
     return out
 
 
-def _with_hf_quant_config(config, hf_quant_config, notes):
+def with_hf_quant_config(config, hf_quant_config, notes):
     """config.json with the quantization of hf_quant_config.json when config.json declares none (older ModelOpt
     exports; SGLang reads that file then, configs/model_config.py _parse_quant_hf_config), unwrapped as SGLang's
     unwrap_modelopt_quantization_config does."""
@@ -164,7 +164,8 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None, 
     if not isinstance(config, dict) or not config:
         raise ProfileError('config.json is missing or not a JSON object')
     notes = {} if notes is None else notes
-    config = _with_hf_quant_config(config, files.get('hf_quant_config'), notes)
+    config = with_hf_quant_config(config, files.get('hf_quant_config'), notes)
+    _refuse_a_draft(config, release, repo, revision)
     try:
         # The planner's own acceptance: a profile is written only for what it can plan.
         facts = sized_facts(config, release)
@@ -196,6 +197,48 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None, 
                    serving=serving, config=trimmed_config(config))
     notes.update(weight_notes)
     return profile, guesses
+
+
+def _refuse_a_draft(config, release, repo, revision):
+    """An EAGLE-3 draft checkpoint (architectures LlamaForCausalLMEagle3, or a training config with draft_vocab_size)
+    gets no profile of its own: SGLang serves it only beside its target (--speculative-draft-model-path), and the
+    planner sizes it there (serving.speculative.draft of the target's profile). ProfileError saying how."""
+    text = config.get('text_config') if isinstance(config.get('text_config'), dict) else config
+    arch = (config.get('architectures') or text.get('architectures') or ['unknown'])[0]
+    drafts = list((release.get('architectures') or {}).get('eagle3_draft') or ())
+    if arch not in drafts and text.get('draft_vocab_size') is None:
+        return
+    facts = []
+    for key, label in (('num_hidden_layers', 'layer(s)'), ('draft_vocab_size', 'draft vocabulary'),
+                       ('hidden_size', 'hidden'), ('target_hidden_size', 'target hidden'),
+                       ('max_position_embeddings', 'max_position_embeddings')):
+        if text.get(key) is not None:
+            facts.append('%s %s' % (text[key], label) if key == 'num_hidden_layers' else '%s %s' % (label, text[key]))
+    wrong = ''
+    if arch not in drafts:
+        wrong = (' Its architectures is %s (a training framework\'s config): SGLang %s builds the draft from '
+                 'architectures[0] (models/llama_eagle3.py EntryClass %s), so use the published draft\'s config.json, '
+                 'or set architectures: [%s] in the copy.'
+                 % (arch, release.get('version', '?'), ', '.join(drafts), drafts[0] if drafts else 'LlamaForCausalLMEagle3'))
+    raise ProfileError(
+        '%s is an EAGLE-3 draft checkpoint (%s), not a model to serve alone: SGLang runs it beside its target '
+        '(--speculative-algorithm EAGLE3 --speculative-draft-model-path), so make profile writes no profile for it.%s '
+        'Attach it to the target\'s profile (make profile the target, then edit profiles/models/<target>.yml) under '
+        'serving.speculative.draft, as profiles/models/qwen3-32b-eagle3.yml does:\n'
+        '  serving:\n'
+        '    speculative:\n'
+        '      algorithm: EAGLE3\n'
+        '      draft:\n'
+        '        hf_repo: %s\n'
+        '        hf_revision: %s\n'
+        '        config:   # this config.json, key for key\n'
+        '          architectures: [%s]\n'
+        '          ...\n'
+        'make plan then counts the draft\'s weights and its KV layer with the target\'s, and refuses a serving context '
+        'above the draft\'s max_position_embeddings.'
+        % (arch, ', '.join(facts) or 'no size keys', wrong, repo or '<org>/<draft repository>',
+           revision if revision and COMMIT_RE.match(str(revision)) else 'null   # pin the commit you verified',
+           arch if arch in drafts else (drafts[0] if drafts else 'LlamaForCausalLMEagle3')))
 
 
 def _weights(files, config, facts, guesses):

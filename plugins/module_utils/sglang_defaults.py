@@ -48,12 +48,15 @@ def prefill_graph_sizes(max_bs):
     return [size for size in sizes if size <= max_bs]
 
 
-def vlm_factor(vision_config):
-    """adjust_mem_fraction_for_vlm: a ViT-size factor. SGLang reads num_hidden_layers (default 24), not depth."""
+def vlm_factor(vision_config, class_defaults=None):
+    """adjust_mem_fraction_for_vlm: a ViT-size factor. SGLang reads num_hidden_layers (default 24), not depth, from
+    the vision config object: a key the checkpoint lacks is the architecture's config-class default when it has one
+    (``class_defaults``: release architectures.vision_config_defaults)."""
     if vision_config is None:
         return 1.0
-    layers = vision_config.get('num_hidden_layers', 24)
-    hidden = vision_config.get('hidden_size', 1024)
+    class_defaults = class_defaults or {}
+    layers = vision_config.get('num_hidden_layers', class_defaults.get('num_hidden_layers', 24))
+    hidden = vision_config.get('hidden_size', class_defaults.get('hidden_size', 1024))
     ratio = layers * hidden ** 2 / float(24 * 1024 ** 2)
     dynamic = max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
     return 0.95 * dynamic
@@ -66,7 +69,8 @@ def _activation_tokens(release, chunked_prefill_size):
 
 
 def default_mem_fraction(release, gpu_mem_mib, tp_size, chunked_prefill_size, decode_max_bs, prefill_graph, spec,
-                         multimodal, vision_config, pp_size=1, mla=False, attn_dp_size=1):
+                         multimodal, vision_config, pp_size=1, mla=False, attn_dp_size=1, vision_defaults=None,
+                         model_path=None):
     """The mem_fraction_static SGLang derives when the flag is unset, with the reserve that produced it (MiB).
 
     mla: the model uses MLA attention; memory_hook.reserve_for_graph_mb then reserves a flat 1.5 GiB for the prefill
@@ -74,6 +78,7 @@ def default_mem_fraction(release, gpu_mem_mib, tp_size, chunked_prefill_size, de
     attn_dp_size: DP attention adds decode max_bs x attn_dp_size x 3 MiB, and x 1.5 more above max_bs 300
     (arg_groups/memory_hook.py:370-378). The heuristic runs before DP attention divides chunked_prefill_size
     (arg_groups/pipeline.py: memory hook first), so ``chunked_prefill_size`` is the undivided value here.
+    model_path: the --model-path SGLang gets (a Llama-2 name caps the prefill graphs at 4096 tokens; None: no cap).
     """
     planner = release['planner']
     reserved = 512 + _activation_tokens(release, chunked_prefill_size) * 1.5 + tp_size * pp_size / 8.0 * 1024
@@ -85,7 +90,12 @@ def default_mem_fraction(release, gpu_mem_mib, tp_size, chunked_prefill_size, de
             reserved += decode_max_bs * attn_dp_size * dp['extra_mib_per_bs']
     prefill_sizes = []
     if prefill_graph and chunked_prefill_size and chunked_prefill_size > 0:
-        prefill_sizes = prefill_graph_sizes(min(8192, chunked_prefill_size) if mla else chunked_prefill_size)
+        max_bs = min(8192, chunked_prefill_size) if mla else chunked_prefill_size
+        if model_path and 'llama-2' in str(model_path).lower():
+            # arg_groups/memory_hook.py:258-262: "For Llama2 series models, max_bs is limited to 4096" (by the
+            # --model-path name).
+            max_bs = min(max_bs, 4096)
+        prefill_sizes = prefill_graph_sizes(max_bs)
         reserved += 1.5 * 1024 if mla else len(prefill_sizes) * 8
     if gpu_mem_mib is not None and gpu_mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
@@ -95,7 +105,7 @@ def default_mem_fraction(release, gpu_mem_mib, tp_size, chunked_prefill_size, de
         fraction = planner['unknown_gpu']['mem_fraction_static']
     else:
         fraction = round((gpu_mem_mib - reserved) / float(gpu_mem_mib), 3)
-    factor = vlm_factor(vision_config) if multimodal else 1.0
+    factor = vlm_factor(vision_config, vision_defaults) if multimodal else 1.0
     return dict(mem_fraction_static=fraction * factor, before_vlm_factor=fraction, vlm_factor=factor,
                 reserved_mib=reserved, prefill_graph_sizes=len(prefill_sizes))
 

@@ -261,15 +261,16 @@ def render(release, model, plan=None, host=None, server=None):
     if mamba['disable_overlap_schedule']:
         argv += ['--disable-overlap-schedule']
 
-    # Memory plan: explicit values so SGLang does not silently pick its own (48 running requests under MTP).
+    # Memory plan: the plan's values. max_running_requests only when the operator asked for one (the resolver passes
+    # it capped by the plan); unset, SGLang's own choice stands and the plan reports it.
     running = _pick(server.get('max_running_requests'), plan.get('max_running_requests'))
     if running is not None:
         argv += ['--max-running-requests', str(int(running))]
-    elif spec:
+    elif spec and plan.get('max_running_requests_bound_by') in (None, 'speculative_default'):
+        spec_default = defaults['speculative_max_running_requests']
         warnings.append('no --max-running-requests: SGLang %s resets it to %d for speculative decoding ("Max running '
-                        'requests is reset to %d for speculative decoding..."); give a plan or '
-                        'llmops_max_running_requests' % (version, defaults['speculative_max_running_requests'],
-                                                         defaults['speculative_max_running_requests']))
+                        'requests is reset to %d for speculative decoding..."), then caps it by the pools; set '
+                        'llmops_max_running_requests for more' % (version, spec_default, spec_default))
     fraction = _pick(server.get('mem_fraction_static'), plan.get('mem_fraction_static'))
     if fraction is not None:
         fraction = float(fraction)

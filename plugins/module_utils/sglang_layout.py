@@ -135,6 +135,13 @@ def dsa_layout(release, facts, kv_cache_dtype, compute_capability, backends=None
                 page_size=rules['page_size'] * kpool)
 
 
+def _asymmetric_kv(facts):
+    """configs/model_config.py:1263-1272 has_asymmetric_kv: head_dim != v_head_dim, or the sliding-window pair."""
+    full = facts.get('v_head_dim') not in (None, facts.get('head_dim'))
+    swa = facts.get('n_swa') and facts.get('swa_v_head_dim') not in (None, facts.get('swa_head_dim'))
+    return bool(full or swa)
+
+
 def default_page_size(release, facts, page_size, compute_capability, attention_backend=None, spec_topk=0,
                       mamba_strategy=None, radix_cache=True, spec=False):
     """(page size, note or None) SGLang runs with; LayoutError where it overrides a given page size silently.
@@ -185,7 +192,10 @@ def default_page_size(release, facts, page_size, compute_capability, attention_b
         elif facts['family'] == 'hybrid_swa' or (spec_topk or 1) <= 1:
             # gpt-oss: its own override picks trtllm_mha on SM100 (model_overrides/gpt_oss.py:29-31).
             backend = 'trtllm_mha'
-    rule = dict(trtllm_mha=pages['mha'], trtllm_mla=pages['mla']).get(backend)
+            # K and V rows of different widths: fa4, page 128 (model_override_base.py:319-324, overrides.py:1273-1296).
+            if pages.get('fa4') and _asymmetric_kv(facts):
+                backend = 'fa4'
+    rule = dict(trtllm_mha=pages['mha'], trtllm_mla=pages['mla'], fa4=pages.get('fa4')).get(backend)
     if rule is None:
         return page_size or 1, None
     default, allowed = rule

@@ -63,6 +63,15 @@ def _is_backend_map(value):
     return isinstance(value, dict) and all(isinstance(k, _STRING) and _IS_STR_LIST[0](v) for k, v in value.items())
 
 
+def _is_interval_map(value):
+    return isinstance(value, dict) and all(isinstance(k, _STRING) and isinstance(n, int) and not isinstance(n, bool)
+                                           and n > 0 for k, n in value.items())
+
+
+def _is_version_names(value):
+    return isinstance(value, dict) and all(isinstance(k, _STRING) and _IS_STR_LIST[0](n) for k, n in value.items())
+
+
 # architectures.mtp_draft: target architecture -> the MTP draft class and how it builds its embedding / lm_head.
 MTP_EMBED_LAYOUTS = ('tp', 'attn_tp', 'embedding_tp_kwargs', 'tp_unless_dp_attention')
 MTP_HEAD_RULES = ('own', 'untied')
@@ -86,8 +95,15 @@ def _is_page_rule(value):
 
 
 def _is_sm100_pages(value):
-    return value is None or (isinstance(value, dict) and sorted(value) == ['mha', 'mla']
+    return value is None or (isinstance(value, dict) and sorted(value) in (['mha', 'mla'], ['fa4', 'mha', 'mla'])
                              and all(_is_page_rule(v) for v in value.values()))
+
+
+def _is_vision_defaults(value):
+    return isinstance(value, dict) and all(
+        isinstance(k, _STRING) and isinstance(d, dict) and all(isinstance(x, int) and not isinstance(x, bool)
+                                                               for x in d.values())
+        for k, d in value.items())
 
 
 def _is_dp_reserve(value):
@@ -124,12 +140,16 @@ PLANNER_KEYS = {
     'draft_kv_in_budget': _IS_BOOL,
     'prefill_graph_term': _IS_BOOL,
     'mm_reserve_mib': _IS_NUMBER,
+    'mm_reserve_hopper': (lambda v: v is None or (isinstance(v, dict) and sorted(v) == [
+        'high_concurrency_requests', 'high_concurrency_reserve_mib', 'min_gpu_mib', 'model_types', 'reserve_mib']),
+        'null or {model_types, min_gpu_mib, reserve_mib, high_concurrency_requests, high_concurrency_reserve_mib}'),
     'padded_mamba_pool': _IS_BOOL,
     'cap_requested_by_estimate': _IS_BOOL,
     'sm100_hybrid_page_size': _IS_INT_OR_NULL,
     'swa_full_tokens_ratio': (lambda v: v is None or (isinstance(v, _NUMBER) and not isinstance(v, bool) and 0 < v <= 1),
                               'a number in (0, 1], or null where that release\'s SWA pool was never read'),
-    'sm100_default_pages': (_is_sm100_pages, 'null or {mha: [page, [allowed pages]], mla: [page, [allowed pages]]}'),
+    'sm100_default_pages': (_is_sm100_pages, 'null or {mha: [page, [allowed pages]], mla: [page, [allowed pages]], '
+                                             'fa4 (optional): [page, [allowed pages]]}'),
     'dp_attention_graph_reserve': (_is_dp_reserve, 'null or {mib_per_bs, large_bs, extra_mib_per_bs}'),
     'dsa': (_is_dsa, 'null or {page_size, indexer_quant_block, kv_cache_dtype_auto: {sm100, hopper}, backends: '
                      '{<dtype>: {sm100: [prefill, decode], hopper: [prefill, decode]}}, raw_layout_backend}'),
@@ -175,6 +195,13 @@ ARCHITECTURE_KEYS = {
     'sm100_hybrid_page': _IS_STR_LIST,
     'eagle3_draft': _IS_STR_LIST,
     'dp_attention': _IS_STR_LIST,
+    # Issue #26 point 4: Llama-4's every-N-th-layer-full chunked attention, VLMs served text-only by default, and the
+    # model registry of each release read (version -> every architecture name it serves).
+    'chunked_attention': (_is_interval_map, 'a mapping of architecture to the full-attention layer interval'),
+    'multimodal_off_by_default': _IS_STR_LIST,
+    'hybrid_mamba': _IS_STR_LIST,
+    'served': (_is_version_names, 'a mapping of release version to the architecture names of its model registry'),
+    'vision_config_defaults': (_is_vision_defaults, 'a mapping of architecture to {vision-config key: integer default}'),
     'mtp_draft': (_is_mtp_draft_map, 'a mapping of target architecture to {class, embed: one of %s, head: one of %s}'
                   % ('/'.join(MTP_EMBED_LAYOUTS), '/'.join(MTP_HEAD_RULES))),
 }
@@ -431,8 +458,14 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
         dsa=frozenset(arch['dsa']), deepseek_family=frozenset(arch['deepseek_family']),
         sm100_hybrid_page=frozenset(arch['sm100_hybrid_page']), eagle3_draft=frozenset(arch['eagle3_draft']),
         dp_attention=frozenset(arch['dp_attention']),
+        vision_config_defaults=dict((str(k), dict(v)) for k, v in arch['vision_config_defaults'].items()),
         mtp_draft=dict((str(k), dict(v)) for k, v in arch['mtp_draft'].items()),
         blackwell_gdn_backends=dict((str(k), tuple(v)) for k, v in arch['blackwell_gdn_backends'].items()),
+        chunked_attention=dict(arch['chunked_attention']),
+        multimodal_off_by_default=frozenset(arch['multimodal_off_by_default']),
+        hybrid_mamba=frozenset(arch['hybrid_mamba']),
+        # None where the table has not read this release's model registry (refusals then cannot say "not served").
+        served=frozenset(arch['served'][version]) if version in arch['served'] else None,
     )
     # The quantization rules and the parser-detection rules (None where that release's code was never read: the
     # renderer then renders no --quantization of its own and the profile generator keeps "auto").

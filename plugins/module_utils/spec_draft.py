@@ -62,11 +62,17 @@ def check_algorithm(algorithm, has_draft, target_facts):
                          'target checkpoint\'s own MTP layers only (speculative_hook.py:1118-1148 warns "DeepSeek MTP '
                          'does not require setting speculative_draft_model_path") (fix: algorithm: EAGLE3 for an '
                          'EAGLE-3 draft, or remove serving.speculative.draft)' % algorithm)
-    if algorithm in DRAFT_ALGORITHMS and target_facts['family'] == 'hybrid_swa':
-        raise DraftError('EAGLE-3 on %s (a sliding-window hybrid): SGLang splits the draft layers into full and '
-                         'sliding-window pools (pool_configurator.py:729-760), which the planner does not model (fix: '
-                         'num_draft_tokens: 0)' % target_facts['arch'])
     return algorithm
+
+
+def check_swa_draft(target_facts, draft):
+    """EAGLE-3 on a sliding-window hybrid: SGLang prices the draft's layers in the full pool at the target's per-layer
+    size unless the draft config is itself a hybrid SWA one (model_executor/pool_configurator.py:729-760:
+    eagle_draft_swa_num_layers, spec_aux_hidden_state.py:180-183); the planner models the first case only."""
+    if target_facts['family'] == 'hybrid_swa' and draft is not None and draft.get('n_swa'):
+        raise DraftError('EAGLE-3 draft %s has %d sliding-window layers: SGLang puts them in the target\'s '
+                         'sliding-window pool (pool_configurator.py:729-760), which the planner does not model (fix: '
+                         'a draft of full-attention layers, or num_draft_tokens: 0)' % (draft['arch'], draft['n_swa']))
 
 
 def draft_facts(config, release):
@@ -275,3 +281,23 @@ def draft_kv_layer_bytes(facts, attn_tp, kv_bytes):
     """Bytes one token takes in one layer of the draft's own MHA pool (built from the draft's ModelConfig:
     get_num_kv_heads(attn_tp) x (head_dim + v_head_dim) x KV bytes, kv_cache_configurator.py:2742-2793)."""
     return _kv_heads_per_rank(facts, attn_tp) * (facts['head_dim'] + facts['v_head_dim']) * kv_bytes
+
+
+ALLOW_LONGER_CONTEXT_ENV = 'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN'
+
+
+def check_draft_context(facts, context, environment=None):
+    """Refuse what SGLang refuses at start: the draft worker is built with the target's context length
+    (speculative/eagle_worker_v2.py:229) and the draft's ModelConfig raises ValueError when that exceeds the draft's own
+    derived context length (configs/model_config.py:1291-1316 _derive_context_length) unless
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set (it then stretches the draft's max_position_embeddings)."""
+    derived = facts['context']
+    if not derived or context <= derived or env_bool(environment, ALLOW_LONGER_CONTEXT_ENV):
+        return
+    raise DraftError('the EAGLE-3 draft (%s) was trained for a context of %d tokens (its max_position_embeddings), and '
+                     'SGLang builds it with the serving context of %d: it refuses to start ("Target model\'s '
+                     'context_length (%d) is greater than the derived context_length (%d)", '
+                     'configs/model_config.py:1291-1316) (fix: llmops_context_length: %d or less, or '
+                     'llmops_environment: {%s: "1"} to run the draft past its trained length)'
+                     % (facts['arch'], derived, context, context, derived, derived, ALLOW_LONGER_CONTEXT_ENV),
+                     variable='llmops_context_length')

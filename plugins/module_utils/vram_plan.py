@@ -20,11 +20,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import os
 
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import FAMILY_TEXT, ModelConfigError
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts as _model_facts
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import supported_architectures
+from ansible_collections.llmops.inference.plugins.module_utils.model_config import unsized_reason
 from ansible_collections.llmops.inference.plugins.module_utils import model_tensors as _mt
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import (
     GIB,
@@ -52,6 +53,8 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang_release im
 from ansible_collections.llmops.inference.plugins.module_utils.spec_draft import (
     DraftError,
     check_algorithm,
+    check_draft_context,
+    check_swa_draft,
     draft_facts,
     draft_kv_layer_bytes,
     draft_layers,
@@ -118,11 +121,8 @@ def sized_facts(config, release):
     if facts['missing']:
         raise PlanError('model_config lacks %s (arch %s)' % (' / '.join(facts['missing']), facts['arch']))
     if facts['family'] is None:
-        raise PlanError('architecture %s is not one the planner sizes for sglang %s (its KV-cache layout was not read '
-                        'from that release); supported: %s. Add it to a family in profiles/sglang_releases.yml '
-                        'architectures only after reading its pool in the SGLang source'
-                        % (facts['arch'], release.get('version', '?'),
-                           ', '.join(supported_architectures(release['architectures']))), kind='architecture')
+        raise PlanError(unsized_reason(facts['arch'], release['architectures'], release.get('version', '?')),
+                        kind='architecture')
     if facts['family'] == 'mla' and not (facts['kv_lora_rank'] and facts['qk_rope_head_dim']):
         raise PlanError('%s is an MLA architecture but model_config lacks kv_lora_rank / qk_rope_head_dim' % facts['arch'])
     if facts['family'] == 'hybrid_swa' and (not facts['n_swa'] or facts['n_swa'] + facts['n_full'] != facts['layers']):
@@ -199,8 +199,29 @@ def _vision_params(v):
     return _mt.params(_mt.vision(v))
 
 
+def block_pattern_counts(f):
+    """param_counts() of a NemotronH-style model (one block per hybrid_override_pattern letter), from the tensors
+    model_tensors.checkpoint lists for it: routed experts apart, router gates and norms replicated on every rank."""
+    total = routed = replicated = 0
+    for t in _mt.checkpoint(f):
+        size = _mt.params([(t['name'], t['shape'], t['role'], t['count'])])
+        total += size
+        routed += size if t['role'] == 'expert' else 0
+        replicated += size if t['role'] in ('router', 'norm') else 0
+    expert = _mt.params([t[:3] for t in _mt.block_pattern_layer(f, 'E') if t[2] == 'expert']) if f['experts'] else 0
+    moe_layers = f['block_pattern'].count('E')
+    embed = f['vocab'] * f['hidden']
+    non_expert_active = total - routed - (0 if f['tied'] else embed)
+    routed_active = moe_layers * f['top_k'] * expert
+    return dict(language=total, vision=0, mtp=0, replicated=replicated, kv_proj_per_layer=2 * f['hidden'] * f['head_dim'],
+                non_expert_active=non_expert_active, routed_active=routed_active, expert=expert, mtp_active=0,
+                active=non_expert_active + routed_active)
+
+
 def param_counts(f):
     """Total, per-rank-replicated and decode-active parameter counts of the target, vision tower and MTP head."""
+    if f.get('block_pattern'):
+        return block_pattern_counts(f)
     shared_mlp, expert = _mlp_parts(f)
     routed_all = f['experts'] * expert
     per_layer_mlp = shared_mlp + routed_all
@@ -282,6 +303,42 @@ def weights_per_rank(f, counts, tp, weights_bytes, spec, language_only=False, co
     target = ((counts['language'] + vision) / float(tp) + replicated) * bpp
     draft = counts['mtp'] / float(tp) * bpp if spec else 0.0
     return dict(target=target, draft=draft, bytes_per_param=bpp, source=source)
+
+
+def weights_fix(f, config, counts, tp, spec, language_only, weights_bytes, computed, free_gib, startup_gib, max_tp):
+    """What can make weights fit that do not (no --mem-fraction-static can), with the numbers: the smallest larger
+    tensor-parallel size whose weights leave a fifth of the free memory, an FP8 checkpoint of the same model when this
+    one is unquantized (priced as a block-FP8 128x128 checkpoint, the layout of the FP8 releases), and the GPU memory
+    the weights need at this size. Returns the text of a "(fix: ...)"."""
+    def per_rank(size, facts=f, priced=computed, total=weights_bytes):
+        return weights_per_rank(facts, counts, size, total, spec, language_only, priced)['target'] / GIB
+    here = per_rank(tp)
+    fixes = []
+    size = tp * 2
+    while size <= max(8, max_tp or 0) * 2:
+        try:
+            check_tp(f, size)
+        except PlanError:
+            size *= 2
+            continue
+        if per_rank(size) <= 0.8 * free_gib:
+            fixes.append('llmops_tp_size: %d (%.1f GiB of weights per GPU%s)' % (
+                size, per_rank(size), '' if max_tp is None or size <= max_tp else
+                '; this host gives the server %d GPUs' % max_tp))
+            break
+        size *= 2
+    if not f['quant_method'] and not weights_bytes:
+        fp8 = dict(f, quant_method='fp8')
+        try:
+            priced = checkpoint_bytes(dict(config, quantization_config=dict(quant_method='fp8',
+                                                                            weight_block_size=[128, 128])), fp8)
+            fixes.append('an FP8 checkpoint of this model (about %.1f GiB per GPU at tp %d)'
+                         % (per_rank(tp, fp8, priced, None), tp))
+        except (WeightBytesError, PlanError):
+            fixes.append('a quantized (FP8 or 4-bit) checkpoint')
+    fixes.append('a GPU with more than %.0f GiB (%.1f GiB of weights + %.1f GiB at start-up, and room for the KV '
+                 'cache) in llmops_gpu_profile' % (math.ceil((here + startup_gib) / 0.8), here, startup_gib))
+    return '; or '.join(fixes)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -405,6 +462,8 @@ PLAN_DEFAULTS = dict(
     speculative_algorithm=None, speculative_eagle_topk=None, draft_model_config=None, attention_backend=None,
     # The server's environment (llmops_environment): SGLANG_ENABLE_EMBED_REPLICATION changes the MTP draft's embedding.
     environment=None,
+    # The --model-path the server gets: SGLang's memory heuristic reads its name (a Llama-2 cap on the prefill graphs).
+    model_path_name=None,
 )
 
 
@@ -419,8 +478,12 @@ def plan(**kwargs):
         raise PlanError('release is required: sglang_release.release(table, version) of profiles/sglang_releases.yml')
     try:
         return _plan(p)
+    except PlanError as exc:
+        exc.details = dict(p.get('_sizing_inputs', {}), **exc.details)
+        raise
     except SglangRuleError as exc:
-        raise PlanError(str(exc), kind='sglang')
+        # The free memory the refusal was computed from (benchmarks/oracle_grid.py gives SGLang the same).
+        raise PlanError(str(exc), kind='sglang', **p.get('_sizing_inputs', {}))
     except ReleaseError as exc:
         raise PlanError(str(exc))
     except LayoutError as exc:
@@ -440,6 +503,7 @@ def _speculative(p, release, facts):
     steps, topk, draft_tokens = speculative_params(release, facts['arch'], algorithm, p['speculative_num_steps'],
                                                    p['speculative_eagle_topk'], asked)
     draft = draft_facts(draft_config, release) if draft_config is not None else None
+    check_swa_draft(facts, draft)
     if draft is None and facts['mtp_layers'] < 1:
         raise PlanError('MTP requested (speculative_num_draft_tokens=%d) but %s has no MTP layers '
                         '(mtp_num_hidden_layers/num_nextn_predict_layers is 0 or missing): set '
@@ -472,6 +536,19 @@ def _check_mamba_inputs(p, facts, attn_dp):
         raise PlanError('mamba_full_memory_ratio %s: the mamba pool gets rest x r / (1 + r) of the budget '
                         '(kv_cache_configurator.py:3350-3356), which is nothing for r <= 0 (fix: a ratio above 0, '
                         'e.g. the default 0.9)' % ratio, kind='input', variable='llmops_mamba_full_memory_ratio')
+
+
+def multimodal_reserve_gib(rules, facts, gpu_mem, cc, max_running_requests):
+    """The KV budget SGLang keeps back for a multimodal model's post-sizing allocations
+    (kv_cache_configurator.mm_runtime_reservation_gb): SGLANG_VLM_CACHE_SIZE_MB, or on a large Hopper GPU for
+    Qwen3-VL the feature-transport cache instead (rules mm_reserve_hopper; model_overrides/qwen3_vl.py)."""
+    hopper = rules.get('mm_reserve_hopper')
+    major = str(cc or '').partition('.')[0]
+    if hopper and major == '9' and gpu_mem >= hopper['min_gpu_mib'] and facts['model_type'] in hopper['model_types']:
+        if max_running_requests is not None and max_running_requests >= hopper['high_concurrency_requests']:
+            return hopper['high_concurrency_reserve_mib'] / 1024.0
+        return hopper['reserve_mib'] / 1024.0
+    return rules['mm_reserve_mib'] / 1024.0
 
 
 def _plan(p):
@@ -511,6 +588,8 @@ def _plan(p):
     if facts['context'] and context > facts['context']:
         raise PlanError('context_length %d exceeds the model maximum %d; SGLang refuses unless '
                         'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1' % (context, facts['context']), kind='sglang')
+    if draft is not None:
+        check_draft_context(draft, context, p['environment'])
 
     # --- server-argument resolution (memory_hook / speculative_hook / overrides / parallel_hook) ------------------
     chunk, decode_bs = capacity_defaults(release, gpu_mem, tp)
@@ -537,7 +616,9 @@ def _plan(p):
     prefill_graph = (rules['prefill_graph_term'] and (
         not facts['multimodal'] or facts['arch'] in release['architectures']['breakable_graph_multimodal']))
     heuristic = default_mem_fraction(release, gpu_mem, tp, chunk, decode_bs, prefill_graph, spec, multimodal,
-                                     facts['vision'], mla=facts['attention'] == 'mla', attn_dp_size=attn_dp)
+                                     facts['vision'], mla=facts['attention'] == 'mla', attn_dp_size=attn_dp,
+                                     vision_defaults=release['architectures']['vision_config_defaults'].get(facts['arch']),
+                                     model_path=p['model_path_name'])
     frac = p['mem_fraction_static'] if p['mem_fraction_static'] is not None else heuristic['mem_fraction_static']
     if not 0 < frac < 1:
         raise PlanError('mem_fraction_static must be between 0 and 1, got %s' % frac)
@@ -594,26 +675,45 @@ def _plan(p):
     if after is None:
         after = pre - (w['target'] + (w['draft'] if draft_in_after else 0)) / GIB
     loaded_gib = pre - after
+
+    def _no_fit_fix():
+        return weights_fix(facts, p['model_config'], counts, tp, mtp_draft, p['language_only'], p['weights_bytes'],
+                           computed, pre, gpu_mem / 1024.0 - pre, p['max_tp'])
     if w['target'] / GIB > pre:
         raise PlanError('cannot load %s at tp %d: %.1f GiB of weights per GPU exceed the %.1f GiB free before loading '
-                        '(%d MiB GPU); use a larger tp_size or a smaller (quantized) checkpoint'
-                        % (facts['arch'], tp, w['target'] / GIB, pre, gpu_mem), kind='weights')
+                        '(%d MiB GPU), so no --mem-fraction-static can help (fix: %s)'
+                        % (facts['arch'], tp, w['target'] / GIB, pre, gpu_mem, _no_fit_fix()), kind='weights',
+                        variable='llmops_tp_size', free_before_load_gib=pre,
+                        free_after_load_gib=after - (p['runtime_overhead_gib'] or DEFAULT_RUNTIME_OVERHEAD_GIB))
     overhead = p['runtime_overhead_gib']
     if overhead is None:
         overhead = DEFAULT_RUNTIME_OVERHEAD_GIB
     available = after - overhead
-    mm_reserve = rules['mm_reserve_mib'] / 1024.0 if multimodal else 0.0
+    p['_sizing_inputs'] = dict(free_before_load_gib=pre, free_after_load_gib=available)
+    mm_reserve = multimodal_reserve_gib(rules, facts, gpu_mem, cc, p['max_running_requests']) if multimodal else 0.0
     rest = available - pre * (1 - frac) - mm_reserve
     budget = pre * frac
     if rest <= 0:
         suggested, minimum = min_viable_mem_fraction(available, pre)
+        # The fraction cannot pass 1 - SGLang's own activation reserve / free memory (it budgets that outside the
+        # pools): weights that leave less than the reserve fit no --mem-fraction-static.
+        ceiling = 1 - runtime_reserve_mib(release, gpu_mem, tp, chunk_run) / 1024.0 / pre
+        if suggested >= ceiling:
+            raise PlanError(
+                'Loaded weights leave no GPU memory for the KV cache: %.1f GiB of weights (target%s) per GPU of the '
+                '%.1f GiB free before loading need --mem-fraction-static above %.3f, and SGLang keeps %.1f GiB of that '
+                'memory for activations (at most %.3f), so no --mem-fraction-static can help (fix: %s)'
+                % (loaded_gib, ' + %s draft' % ('EAGLE-3' if draft else 'MTP') if spec and draft_in_after else '',
+                   pre, suggested, (1 - ceiling) * pre, ceiling, _no_fit_fix()),
+                kind='weights', variable='llmops_tp_size')
         raise PlanError(
             'Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=%.3f: %.1f GiB of weights '
             '(target%s) per GPU vs a static budget of %.1f GiB. Raise --mem-fraction-static above %.3f (minimum viable '
             '= 1 - available/pre = %.4f) or use a larger tp_size.'
             % (frac, loaded_gib, ' + %s draft' % ('EAGLE-3' if draft else 'MTP') if spec and draft_in_after else '',
                budget, suggested, minimum),
-            kind='weights', min_mem_fraction_static=suggested)
+            kind='weights', min_mem_fraction_static=suggested, free_before_load_gib=pre,
+            free_after_load_gib=available)
 
     # --- mamba pool, then KV -----------------------------------------------------------------------------------
     # The GDN state shards over linear_attn_tp_size() = attn_tp_size (qwen3_next.py:287-313, runtime_context.py:484-486).
@@ -724,6 +824,9 @@ def _plan(p):
                             source=w['source'], dp_attention_gib=round(dp_weights / GIB, 3),
                             params_b=round((counts['language'] + counts['vision'] + counts['mtp']) / 1e9, 3)),
         free_before_load_gib=round(pre, 3), free_after_load_gib=round(after, 3),
+        # Unrounded: the free memory SGLang measures before loading and when it sizes the pools (after the runtime
+        # overhead), as this plan models them (benchmarks/oracle_grid.py feeds them to SGLang's own pool sizing).
+        sizing_inputs_gib=dict(free_before_load=pre, free_at_pool_sizing=available),
         free_memory_source='calibration' if calibrated else 'profile estimate',
         runtime_overhead_gib=overhead, mm_reserve_gib=round(mm_reserve, 4),
         static_budget_gib=round(budget, 3), rest_for_pools_gib=round(rest, 3),
@@ -910,6 +1013,17 @@ def recommend(inputs, base):
             if rec is None:
                 out.append(dict(flags=['--max-running-requests', str(cap)], why='make the mamba-imposed cap explicit '
                                 '(no memory gained)', effect=None, fits=base['fits']))
+    if inputs.get('max_running_requests') is None and base['speculative']['enabled'] and not base['mamba_cache_slots']:
+        # No mamba pool to cap it: what SGLang would take unset without the speculative reset (its estimate from the
+        # KV pool, capped by tokens // 2; kv_cache_configurator.py:3119-3172), the total over the DP workers.
+        dp = base.get('attn_dp_size', 1)
+        cap = max_running_requests(inputs['release'], base['kv_cache_tokens'], base['context_length'], None, None,
+                                   None)[0] * dp
+        spec_default = inputs['release']['defaults']['speculative_max_running_requests']
+        if cap > spec_default * dp:
+            attempt(['--max-running-requests', str(cap)], 'speculative decoding resets max_running_requests to %d; '
+                    'the KV cache holds %d (SGLang\'s own estimate without that reset)' % (spec_default, cap),
+                    max_running_requests=cap)
     if base['kv_cache_dtype'] not in ('fp8_e4m3', 'fp8_e5m2'):
         attempt(['--kv-cache-dtype', 'fp8_e4m3'], 'halves KV bytes per token; without calibrated scales this risks '
                 'reasoning accuracy (cookbook warning)', kv_cache_dtype='fp8_e4m3')

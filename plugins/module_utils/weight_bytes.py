@@ -17,6 +17,10 @@ modules the producer's ignore list leaves in the model dtype, matched the way SG
   modelopt / modelopt_fp4, NVFP4     modelopt_quant.py: uint8 weight (2 values a byte), FP8 weight_scale per
                                      group_size (16), float32 weight_scale_2 and input_scale per Linear; the ignore /
                                      exclude_modules globs
+  modelopt_fp8 (quant_algo FP8)      modelopt_quant.py: FP8 weight + float32 weight_scale and input_scale per Linear
+                                     (per-tensor, static); the same globs. A ModelOpt config without quant_method
+                                     (hf_quant_config.json) is priced by the method SGLang resolves from quant_algo
+                                     (model_config.sglang_quant_method)
   compressed-tensors, int weights    compressed_tensors_wNa16.py: int32 weight_packed [out, in*bits/32], weight_scale
                                      [out, in/group] in the model dtype, int32 weight_shape [2], weight_zero_point
                                      when asymmetric, weight_g_idx with activation ordering; ``re:`` ignore regexes
@@ -35,7 +39,7 @@ import re
 
 from ansible_collections.llmops.inference.plugins.module_utils import model_tensors
 
-SUPPORTED = ('fp8', 'mxfp4', 'modelopt', 'modelopt_fp4', 'compressed-tensors', 'gptq', 'awq')
+SUPPORTED = ('fp8', 'mxfp4', 'modelopt', 'modelopt_fp4', 'modelopt_fp8', 'compressed-tensors', 'gptq', 'awq')
 DTYPE_BYTES = {'bfloat16': 2, 'float16': 2, 'float32': 4}
 # The formats checked against a real checkpoint's byte count (tests/unit/plugins/module_utils/test_weight_bytes.py
 # holds each reference figure with its source and the error); any other is written to a profile as unverified.
@@ -53,11 +57,15 @@ class WeightBytesError(ValueError):
 
 
 def quantization_config(config):
-    """The quantization_config of a config.json (text_config first, as SGLang reads nested configs), or None."""
+    """The quantization_config of a config.json (text_config first, as SGLang reads nested configs), else its
+    compression_config, or None."""
     config = config or {}
     text = config.get('text_config') if isinstance(config.get('text_config'), dict) else {}
-    quant = text.get('quantization_config') or config.get('quantization_config')
-    return quant if isinstance(quant, dict) else None
+    for key in ('quantization_config', 'compression_config'):
+        quant = text.get(key) or config.get(key)
+        if isinstance(quant, dict) and quant:
+            return quant
+    return None
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -142,6 +150,19 @@ def _mxfp4(quant):
         out, inp = t['shape']
         return out * inp // 2 + out * _ceil(inp, 32)
     return 'mxfp4 (uint8 blocks, 2 values a byte, + uint8 scale per 32)', 'mxfp4', lambda name: False, price, 2
+
+
+def _modelopt_fp8(quant):
+    # modelopt_quant.py:560-609 ModelOptFp8LinearMethod.create_weights: a float8_e4m3fn weight and one float32
+    # weight_scale and input_scale per checkpoint Linear (per expert projection in ModelOptFp8MoEMethod, :1109-1192);
+    # the exclude_modules (hf_quant_config.json) / ignore (config.json) globs keep their layers in the model dtype.
+    _require_list(quant, ('ignore', 'exclude_modules'), 'modelopt')
+    ignored = _matcher('modelopt', quant.get('ignore') or quant.get('exclude_modules'))
+
+    def price(t):
+        return _elements(t['shape']) + 4 + 4
+    return ('modelopt FP8 per-tensor (FP8 weights + float32 weight_scale and input_scale)', 'modelopt-fp8', ignored,
+            price, 3)
 
 
 def _nvfp4(quant):
@@ -229,16 +250,20 @@ def _gptq_awq(quant, method):
             4 if method == 'gptq' else 3)
 
 
-def _format(quant, dtype_bytes):
-    method = str(quant.get('quant_method') or '')
+def _format(quant, dtype_bytes, method=None):
+    # method: the quant_method SGLang resolves (model_config.sglang_quant_method: a ModelOpt config without one is
+    # modelopt_fp8 / modelopt_fp4 by its quant_algo).
+    method = str(method or quant.get('quant_method') or '')
     if method not in SUPPORTED:
         raise WeightBytesError('quant_method %r has no known checkpoint layout: the planner prices %s; give '
                                'weights_bytes (model.safetensors.index.json metadata.total_size) instead'
-                               % (quant.get('quant_method'), ', '.join(SUPPORTED)))
+                               % (method or quant.get('quant_method'), ', '.join(SUPPORTED)))
     if method == 'fp8':
         return _fp8(quant)
     if method == 'mxfp4':
         return _mxfp4(quant)
+    if method == 'modelopt_fp8':
+        return _modelopt_fp8(quant)
     if method in ('modelopt', 'modelopt_fp4'):
         return _nvfp4(quant)
     if method == 'compressed-tensors':
@@ -263,7 +288,7 @@ def checkpoint_bytes(config, facts):
                                'computed size needs them; set weights_bytes (make profile records it) or plan from '
                                'the checkpoint\'s config.json' % ', '.join(sorted(quant['trimmed_lists'])))
     dtype_bytes = DTYPE_BYTES.get(facts['dtype'], 2)
-    label, key, ignored, price, stored = _format(quant, dtype_bytes)
+    label, key, ignored, price, stored = _format(quant, dtype_bytes, facts.get('quant_method'))
     parts = dict(language=0, vision=0, mtp=0, checkpoint_only=0)
     replicated = quantized = tensors = 0
     for t in model_tensors.checkpoint(facts):

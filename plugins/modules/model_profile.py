@@ -22,10 +22,13 @@ description:
     (its template-detection rules, as data in the release table), each with a comment saying which rule decided;
     C(auto) with a C(# unverified:) comment when no template was read or an unread vocabulary leaves a rule open.
   - Without a safetensors index, a quantized checkpoint's C(weights_bytes) is computed from its
-    C(quantization_config) and tensor layout (FP8 block, MXFP4, NVFP4, compressed-tensors INT4/INT8, GPTQ, AWQ); a
-    comment says so, and it is marked unverified unless that format was checked against a real checkpoint.
+    C(quantization_config) and tensor layout (FP8 block, MXFP4, NVFP4, ModelOpt FP8, compressed-tensors INT4/INT8,
+    GPTQ, AWQ); a comment says so, and it is marked unverified unless that format was checked against a real
+    checkpoint.
   - Everything it had to guess is written as a C(# unverified:) comment above its key.
   - An architecture that no planner family of the release table names is refused with the list of supported ones.
+  - An EAGLE-3 draft checkpoint gets no profile of its own; the refusal shows how to attach it to its target's
+    profile under C(serving.speculative.draft).
   - An existing profile with other content is never replaced unless O(force=true); check mode reports the change
     (and diff mode the difference) without writing.
   - Runs on the controller (delegate to localhost); the Hub files are fetched by O(hub_python), an interpreter with

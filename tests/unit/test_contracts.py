@@ -49,7 +49,9 @@ def pin():
 def test_the_pin_is_written_in_profiles_only():
     literal = re.compile(r'(?<![0-9.])%s(?![0-9])' % re.escape(pin()))
     allowed = ('profiles/', 'docs/', 'changelogs/', 'tests/', 'README.md')
-    offenders = [p for p in shipped_files() if not p.startswith(allowed) and literal.search(text(p))]
+    # An inventory's approved plan (make plan-accept, docs/ci.md) is generated: it records the version it planned for.
+    offenders = [p for p in shipped_files() if not p.startswith(allowed) and not p.endswith('/.plan-approved.json')
+                 and literal.search(text(p))]
     assert offenders == [], offenders
 
 

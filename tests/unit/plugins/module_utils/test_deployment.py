@@ -37,14 +37,48 @@ def flag(argv, name):
     return argv[argv.index(name) + 1] if name in argv else None
 
 
+def seed_expectations():
+    """What the pinned SGLang resolves for the seed server (qwen3.5-122b-a10b, TP 4, MTP, on the 97887 MiB RTX PRO 6000
+    profile), by hand from the model profile's config and SGLang's rules (paths under sglang/srt/), not from the plan:
+    - context: the text config's max_position_embeddings (its rope_parameters carry no factor);
+    - mamba strategy: arg_groups/overrides.py:477-486, "auto" with the overlap schedule on -> extra_buffer;
+    - mem_fraction_static: arg_groups/memory_hook.py:309-325 (SGLANG_ENABLE_POST_CAPTURE_KV_SIZING off by default,
+      environ.py:640): 512 + 8192 x 1.5 + 4 / 8 x 1024 + reserve_for_graph_mb (512 x 2 + 58 prefill sizes x 8) = 14800
+      MiB -> round((97887 - 14800) / 97887, 3) = 0.849; then the ViT factor (:432-469): the vision config has no
+      num_hidden_layers (transformers' Qwen3_5MoeVisionConfig keeps it as depth), so 24 x 1152^2 / (24 x 1024^2) =
+      1.265625 -> 0.95 x (1 - 0.1 x 0.265625) = 0.924765625; 0.849 x 0.924765625, rendered to four decimals."""
+    import yaml
+    with open(os.path.join(ROOT, 'profiles', 'models', 'qwen3.5-122b-a10b.yml')) as handle:
+        config = yaml.safe_load(handle)['config']
+    text, vision = config['text_config'], config['vision_config']
+    assert 'factor' not in text['rope_parameters'] and 'num_hidden_layers' not in vision
+    reserved = 512 + 8192 * 1.5 + 4 / 8.0 * 1024 + 512 * 2 + 58 * 8
+    base = round((97887 - reserved) / 97887.0, 3)
+    ratio = 24 * vision['hidden_size'] ** 2 / float(24 * 1024 ** 2)
+    factor = 0.95 * max(0.8, min(1.05, 1 - 0.1 * (ratio - 1)))
+    assert (reserved, base, round(factor, 9)) == (14800, 0.849, 0.924765625)
+    return dict(context=text['max_position_embeddings'], strategy='extra_buffer', fraction='%.4f' % (base * factor))
+
+
 def test_the_command_line_states_the_plan():
     d = resolve()
     plan, argv = d['plan'], d['argv']
-    assert flag(argv, '--max-running-requests') == str(plan['max_running_requests'])
+    # Nothing requested: no flag, SGLang's own choice (the seed: MTP's 48, capped by the mamba pool) as the plan says.
+    assert flag(argv, '--max-running-requests') is None
+    assert plan['max_running_requests_bound_by'] == 'mamba_slots'
+    assert plan['max_running_requests'] == plan['mamba_cache_slots'] // plan['mamba_slots_per_request'] < 48
     assert flag(argv, '--context-length') == str(plan['context_length'])
     assert float(flag(argv, '--mem-fraction-static')) == pytest.approx(plan['mem_fraction_static'], abs=5e-5)
     assert flag(argv, '--mamba-radix-cache-strategy') == plan['mamba_strategy'] == d['mamba_strategy']
-    assert d['settings']['max_running_requests'] == dict(value=plan['max_running_requests'], source='plan')
+    # The pass-through above, anchored once to values that do not come from the planner.
+    expected = seed_expectations()
+    assert expected == dict(context=262144, strategy='extra_buffer', fraction='0.7851')
+    assert flag(argv, '--context-length') == str(expected['context'])
+    assert flag(argv, '--mamba-radix-cache-strategy') == expected['strategy']
+    assert flag(argv, '--mem-fraction-static') == expected['fraction']
+    assert flag(argv, '--tp-size') == '4' and flag(argv, '--speculative-num-draft-tokens') == '4'
+    assert d['settings']['max_running_requests'] == dict(
+        value=plan['max_running_requests'], source='sglang default (no flag; the plan: bound by mamba slots)')
     assert d['command'][-len(argv):] == argv and d['exec_start'].endswith(' '.join(argv[-4:]))
 
 
@@ -65,7 +99,9 @@ def test_plan_and_argv_agree_on_a_grid(draft, radix, ssm, kv, page):
         assert all('Fix: ' in line for line in problems.lines())
         return
     plan, argv = deployment['plan'], deployment['argv']
-    assert flag(argv, '--max-running-requests') == str(plan['max_running_requests'])
+    # Never requested here: never rendered, and never reported as bound by a request.
+    assert flag(argv, '--max-running-requests') is None
+    assert plan['max_running_requests_bound_by'] != 'requested'
     assert ('--speculative-algorithm' in argv) == bool(plan['speculative']['enabled'])
     assert ('--disable-radix-cache' in argv) == (not plan['radix_cache'])
     assert flag(argv, '--mamba-radix-cache-strategy') == plan['mamba_strategy']
@@ -107,7 +143,7 @@ def test_variants_are_resolved_deployments():
     assert mtp['argv'] == d['argv'] and d['variants'][0]['mtp'] is True
     assert '--speculative-algorithm' not in no_mtp['argv'] and d['variants'][1]['mtp'] is False
     assert no_mtp['unit'] == d['unit'] and 'variants' not in no_mtp
-    assert flag(no_mtp['argv'], '--max-running-requests') == str(no_mtp['plan']['max_running_requests'])
+    assert flag(no_mtp['argv'], '--max-running-requests') is None
 
 
 @pytest.mark.parametrize('verdict,disabled', [('', True), ('p2p_ok', False), ('use_nccl_p2p_disable', True)])
@@ -219,3 +255,34 @@ def test_metrics_are_on_by_default_with_the_release_names():
     off = resolve(llmops_enable_metrics=False)
     assert '--enable-metrics' not in off['argv'] and off['metrics']['enabled'] is False
     assert off['settings']['enable_metrics']['value'] is False
+
+
+def test_nothing_requested_leaves_sglang_its_own_max_running_requests():
+    # Issue 26: a dense plan rendered --max-running-requests 4096 "bound by requested" although nothing was requested.
+    # SGLang's rule for an unset value (mem_cache/kv_cache_configurator.py:3119-3172): the estimate
+    # max(min(tokens / context_length * 512, 4096), 2048), capped by tokens // 2; under speculative decoding
+    # arg_groups/speculative_hook.py:1086-1094 resets it to 48 first.
+    # The seed's 4x RTX PRO 6000, TP4: a dense Llama whose estimate is below SGLang's 4096 ceiling.
+    d = resolve(overrides={'llmops_model_profile': 'llama-3.3-70b-instruct', 'llmops_speculative_num_draft_tokens': 0})
+    plan = d['plan']
+    assert flag(d['argv'], '--max-running-requests') is None
+    estimate = max(min(int(plan['kv_cache_tokens'] / float(plan['context_length']) * 512), 4096), 2048)
+    assert plan['max_running_requests'] == min(estimate, plan['kv_cache_tokens'] // 2) < 4096
+    assert plan['max_running_requests_bound_by'] == 'estimate'
+    assert d['settings']['max_running_requests']['source'].startswith('sglang default (no flag')
+    eagle = resolve(overrides={'llmops_model_profile': 'qwen3-32b-eagle3', 'llmops_gpu_profile': 'h200',
+                               'llmops_tp_size': 1, 'llmops_gpu_indices': [0]})
+    assert flag(eagle['argv'], '--max-running-requests') is None
+    assert eagle['plan']['max_running_requests'] == 48
+    assert eagle['plan']['max_running_requests_bound_by'] == 'speculative_default'
+    # What-else-fits offers the flag at what SGLang would take without the reset (the same rule as above).
+    tokens, context = eagle['plan']['kv_cache_tokens'], eagle['plan']['context_length']
+    unset = min(max(min(int(tokens / float(context) * 512), 4096), 2048), tokens // 2)
+    offered = [r for r in eagle['plan']['recommendations'] if r['flags'][0] == '--max-running-requests']
+    assert offered and offered[0]['flags'] == ['--max-running-requests', str(unset)]
+    assert offered[0]['effect']['max_running_requests'] == [48, unset]
+    # An operator's value is still rendered, as the plan caps it.
+    asked = resolve(overrides={'llmops_model_profile': 'llama-3.3-70b-instruct', 'llmops_speculative_num_draft_tokens': 0,
+                               'llmops_max_running_requests': 64})
+    assert flag(asked['argv'], '--max-running-requests') == '64'
+    assert asked['plan']['max_running_requests_bound_by'] == 'requested'

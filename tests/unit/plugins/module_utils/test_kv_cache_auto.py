@@ -134,8 +134,12 @@ def test_the_planner_prices_nvidias_nvfp4_kv_in_fp8():
     assert auto['kv_cache_dtype'] == 'fp8_e4m3'
     assert auto['kv_bytes_per_token'] == fp8['kv_bytes_per_token'] == bf16['kv_bytes_per_token'] // 2
     assert auto['kv_cache_tokens'] == fp8['kv_cache_tokens']
-    facts = vp.sized_facts(cfg, RELEASE)
-    assert auto['kv_bytes_per_token_target'] == facts['n_full'] * 1 * (256 + 256) * 1
+    # The full-attention layers counted in the config itself (its layer_types), not by the planner.
+    text = cfg.get('text_config', cfg)
+    full_layers = text['layer_types'].count('full_attention')
+    assert (full_layers, text['num_key_value_heads'], text['head_dim']) == (15, 2, 256)
+    assert auto['kv_bytes_per_token_target'] == 15 * 1 * (256 + 256) * 1 == 7680
+    assert bf16['kv_bytes_per_token'] == 15 * 1 * (256 + 256) * 2
     assert any('fp8_e4m3 from the checkpoint' in note and 'modelopt_quant.py:1619-1637' in note
                for note in auto['notes'])
     assert not any('from the checkpoint' in note for note in fp8['notes'])

@@ -90,3 +90,42 @@ def test_plan_and_argv_agree(version):
         outcomes.add((on_argv, plan['disable_overlap_schedule']))
     # The grid exercises refusals and more than one resolution on every release.
     assert 'refused' in outcomes and len(outcomes) >= 4, outcomes
+
+
+def sglang_expects(mtp, radix, strategy, page, no_overlap):
+    """(strategy on the argv, disable_overlap_schedule) or the refusal, written by hand from the pinned release's own
+    rules (paths under sglang/srt/), independent of both the planner and the renderer:
+    - arg_groups/overrides.py:473-486: radix off -> no strategy; "auto" -> extra_buffer when the overlap schedule is on
+      or page > 1 (Qwen3.5 supports the extra buffer), else no_buffer with the overlap schedule turned off;
+    - arg_groups/mamba_hook.py:157-159: no_buffer refuses page > 1 and the overlap schedule;
+    - mem_cache/kv_cache_configurator.py:3073-3076: extra_buffer_lazy refuses --disable-overlap-schedule.
+    MTP does not enter these rules."""
+    del mtp
+    if not radix:
+        return None, no_overlap
+    if strategy == 'auto':
+        if not no_overlap or (page or 1) > 1:
+            return 'extra_buffer', no_overlap
+        return 'no_buffer', True
+    if strategy == 'no_buffer' and ((page or 1) > 1 or not no_overlap):
+        return 'refused', None
+    if strategy == 'extra_buffer_lazy' and no_overlap:
+        return 'refused', None
+    return strategy, no_overlap
+
+
+def test_the_pinned_release_resolves_the_strategy_as_its_own_rules_say():
+    pinned = str(load('profiles', 'sglang.yml')['version'])
+    rel = sr.release(TABLE, pinned)
+    seen = set()
+    for mtp, radix, strategy, page, no_overlap in GRID:
+        case = dict(mtp=mtp, radix=radix, strategy=strategy, page=page, disable_overlap=no_overlap)
+        expected = sglang_expects(mtp, radix, strategy, page, no_overlap)
+        plan, refusal = planned(rel, mtp, radix, strategy, page, no_overlap)
+        if expected[0] == 'refused':
+            assert plan is None, (case, plan and plan['mamba_strategy'])
+        else:
+            assert plan is not None, (case, refusal)
+            assert (plan['mamba_strategy'], plan['disable_overlap_schedule']) == expected, case
+        seen.add(expected[0])
+    assert seen == {None, 'extra_buffer', 'no_buffer', 'extra_buffer_lazy', 'refused'}

@@ -273,3 +273,107 @@ def test_bad_inputs_are_refused_naming_the_value(kwargs, fragment):
     with pytest.raises(pg.ProfileError) as err:
         pg.generate(files('Qwen__Qwen3-32B'), RELEASE, repo='Qwen/Qwen3-32B', **kwargs)
     assert fragment in str(err.value)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# ModelOpt checkpoints whose quantization is only in hf_quant_config.json (issue 26 point 3)
+# --------------------------------------------------------------------------------------------------------------
+
+def modelopt_files(name):
+    with open(os.path.join(CONFIGS, name, 'hf_quant_config.json')) as handle:
+        return dict(files(name), hf_quant_config=json.load(handle))
+
+
+def llama_70b_fp8_bytes():
+    """nvidia/Llama-3.1-70B-Instruct-FP8 by hand, from its config.json (hidden 8192, 80 layers, 64 heads / 8 KV heads
+    of 128, intermediate 28672, vocab 128256, untied, bfloat16) and hf_quant_config.json (quant_algo FP8,
+    exclude_modules [lm_head]), in the layout SGLang's ModelOptFp8LinearMethod.create_weights loads
+    (layers/quantization/modelopt_quant.py:560-609): per Linear an FP8 weight (1 byte a value) plus a float32
+    weight_scale and a float32 input_scale; norms, embedding and lm_head stay bfloat16."""
+    hidden, layers, kv, inter, vocab = 8192, 80, 8 * 128, 28672, 128256
+    linears = [hidden * hidden, kv * hidden, kv * hidden, hidden * hidden, inter * hidden, inter * hidden, hidden * inter]
+    per_layer = sum(linears) * 1 + len(linears) * (4 + 4) + 2 * hidden * 2
+    return layers * per_layer + hidden * 2 + 2 * vocab * hidden * 2
+
+
+def test_a_modelopt_fp8_checkpoint_is_priced_fp8_not_bf16():
+    # The issue's case: weights_bytes was null and the planner priced the checkpoint at 2 bytes a parameter.
+    notes = {}
+    profile, guesses = pg.generate(modelopt_files('nvidia__Llama-3.1-70B-Instruct-FP8'), RELEASE,
+                                   repo='nvidia/Llama-3.1-70B-Instruct-FP8', notes=notes)
+    assert profile['weights_bytes'] == llama_70b_fp8_bytes() == 72656376192
+    # No index and no published figure was compared: recorded, and marked unverified.
+    assert 'modelopt FP8 per-tensor' in guesses[('weights_bytes',)]
+    assert 'No real checkpoint of this format was compared' in guesses[('weights_bytes',)]
+    result = vp.plan(model_config=profile['config'], gpu_profile=H200, tp_size=1, release=RELEASE)
+    assert result['weights_detail']['source'].startswith('computed from quantization_config: modelopt FP8')
+    # 70.6e9 parameters x 2 bytes (BF16, 131.4 GiB) would not load on one H200; FP8 does, with room for a KV pool.
+    assert result['weights_detail']['target_gib'] == round(llama_70b_fp8_bytes() / float(1 << 30), 3)
+    assert result['kv_cache_tokens'] > 0
+
+
+def test_a_modelopt_nvfp4_checkpoint_in_hf_quant_config_is_priced():
+    # nvidia/Qwen3-32B-NVFP4: quant_algo NVFP4, group_size 16, exclude_modules [lm_head], config.json without
+    # quantization_config. NVFP4 by hand (modelopt_quant.py ModelOptFp4LinearMethod.create_weights, :1796-1884):
+    # per Linear uint8 weight [out, in/2], FP8 weight_scale [out, in/16], float32 weight_scale_2 and input_scale.
+    profile, guesses = pg.generate(modelopt_files('nvidia__Qwen3-32B-NVFP4'), RELEASE, repo='nvidia/Qwen3-32B-NVFP4')
+    hidden, layers, q, kv, inter, vocab = 5120, 64, 64 * 128, 8 * 128, 25600, 151936
+    shapes = [(q, hidden), (kv, hidden), (kv, hidden), (hidden, q), (inter, hidden), (inter, hidden), (hidden, inter)]
+    linear = sum(o * i // 2 + o * i // 16 + 4 + 4 for o, i in shapes)
+    norms = 2 * hidden * 2 + 2 * 128 * 2  # input / post-attention norms, q_norm and k_norm (Qwen3) in bfloat16
+    expected = layers * (linear + norms) + hidden * 2 + 2 * vocab * hidden * 2
+    assert profile['weights_bytes'] == expected
+    assert 'modelopt NVFP4' in guesses[('weights_bytes',)]
+
+
+@pytest.mark.parametrize('quant, method', [
+    # configs/model_config.py:1838-1869 _parse_modelopt_quant_config, the quant_algo -> quant_method it returns.
+    ({'quant_algo': 'FP8', 'kv_cache_quant_algo': 'FP8', 'exclude_modules': ['lm_head']}, 'modelopt_fp8'),
+    ({'quant_algo': 'NVFP4', 'group_size': 16, 'exclude_modules': ['lm_head']}, 'modelopt_fp4'),
+    ({'quant_method': 'modelopt', 'quant_algo': 'FP8'}, 'modelopt_fp8'),
+    ({'quant_method': 'modelopt', 'quant_algo': 'NVFP4'}, 'modelopt_fp4'),
+    ({'quant_algo': 'MXFP8'}, 'mxfp8'),
+    ({'quant_algo': 'MIXED_PRECISION', 'quantized_layers': {'a': {'quant_algo': 'NVFP4'}}}, 'modelopt_mixed'),
+    ({'quant_algo': 'MIXED_PRECISION', 'quantized_layers': {'a': {'quant_algo': 'W4A8_AWQ'}}}, 'w4afp8'),
+    # A nested hf_quant_config.json as the file holds it (unwrap_modelopt_quantization_config, :116-121).
+    ({'producer': {'name': 'modelopt'}, 'quantization': {'quant_algo': 'FP8'}}, 'modelopt_fp8'),
+    # Not ModelOpt: the quant_method stands.
+    ({'quant_method': 'fp8', 'weight_block_size': [128, 128]}, 'fp8'),
+    ({'quant_method': 'compressed-tensors'}, 'compressed-tensors'),
+])
+def test_the_quant_method_is_the_one_sglang_resolves(quant, method):
+    from ansible_collections.llmops.inference.plugins.module_utils.model_config import sglang_quant_method
+    assert sglang_quant_method(quant) == method
+
+
+def test_a_quantization_sglang_cannot_name_is_never_priced_as_bf16():
+    # A quantization_config with neither a quant_method nor a quant_algo SGLang knows: refused, not 2 bytes a param.
+    config = dict(files('Qwen__Qwen3-32B')['config'], quantization_config={'quant_algo': 'W4A8_AWQ'})
+    with pytest.raises(vp.PlanError) as err:
+        vp.plan(model_config=config, gpu_profile=H200, tp_size=1, release=RELEASE)
+    assert 'quantized (quant_method=W4A8_AWQ)' in str(err.value)
+    config = dict(files('Qwen__Qwen3-32B')['config'], compression_config={'quant_method': 'compressed-tensors'})
+    with pytest.raises(vp.PlanError) as err:
+        vp.plan(model_config=config, gpu_profile=H200, tp_size=1, release=RELEASE)
+    assert 'quantized (quant_method=compressed-tensors)' in str(err.value)
+
+
+DRAFTS = sorted(name for name in os.listdir(CONFIGS) if name.startswith('EAGLE3-draft__'))
+
+
+@pytest.mark.parametrize('name', DRAFTS)
+def test_an_eagle3_draft_is_sent_to_its_targets_profile(name):
+    # Issue 26: make profile on a draft said "Add it to a family". A draft is served beside its target only
+    # (--speculative-draft-model-path), and the planner sizes it from serving.speculative.draft of the target's profile.
+    config = files(name)['config']
+    with pytest.raises(pg.ProfileError) as err:
+        pg.generate(dict(config=config), RELEASE, repo='org/some-eagle3-draft')
+    text = str(err.value)
+    assert 'is an EAGLE-3 draft checkpoint' in text and 'Add it to a family' not in text
+    assert 'serving.speculative.draft' in text and 'algorithm: EAGLE3' in text and 'hf_repo: org/some-eagle3-draft' in text
+    # Its sizes as the config states them.
+    assert 'draft vocabulary %d' % config['draft_vocab_size'] in text
+    assert 'max_position_embeddings %d' % config['max_position_embeddings'] in text
+    if config['architectures'] != ['LlamaForCausalLMEagle3']:
+        # SafeAILab's training config: architectures LlamaForCausalLM, which SGLang would load as a whole Llama.
+        assert 'Its architectures is LlamaForCausalLM' in text and 'architectures: [LlamaForCausalLMEagle3]' in text

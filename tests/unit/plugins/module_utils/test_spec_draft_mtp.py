@@ -222,9 +222,21 @@ def test_plan_counts_the_tables_at_sizing_and_gives_them_back_to_the_headroom():
     assert weights['draft_class'] == 'Qwen3_5ForCausalLMMTP'
     assert weights['draft_vocab_tables_gib'] == weights['draft_freed_after_gib'] == round(tables, 3)
     assert weights['draft_at_sizing_gib'] == weights['draft_gib']
-    # The MTP layer of the checkpoint (param_counts' mtp, one Qwen3.5 MoE layer + fc, over TP4) plus the tables.
-    layer = vp.param_counts(facts(cfg))['mtp'] * 2 / 4.0 / GIB
-    assert weights['draft_at_sizing_gib'] == pytest.approx(layer + tables, abs=0.002)
+    # The MTP layer of the checkpoint, counted by hand from the text config after models/qwen3_5_mtp.py:108-146: fc
+    # (2h -> h, no bias), pre_fc_norm_embedding / _hidden, and one decoder layer with full attention (q_proj doubled by
+    # attn_output_gate, 32 heads x 256; k, v of 2 heads; o) and the MoE (256 experts x gate/up/down 3072 x 1024, the
+    # shared expert and its 1-wide gate, the 256-way router), its two layer norms, q_norm / k_norm and the final norm.
+    text = cfg['text_config']
+    h, heads, head_dim, kv_heads = text['hidden_size'], text['num_attention_heads'], text['head_dim'], text['num_key_value_heads']
+    experts, moe_inter, shared_inter = text['num_experts'], text['moe_intermediate_size'], text['shared_expert_intermediate_size']
+    assert (h, heads, head_dim, kv_heads, experts, moe_inter, shared_inter) == (3072, 32, 256, 2, 256, 1024, 1024)
+    attention = h * heads * head_dim * 2 + 2 * h * kv_heads * head_dim + heads * head_dim * h
+    moe = experts * 3 * h * moe_inter + 3 * h * shared_inter + h + h * experts
+    mtp_params = attention + moe + 2 * h * h + (2 * h + 2 * head_dim) + 2 * h + h
+    assert mtp_params == 2523679232
+    layer = mtp_params * 2 / 4.0 / GIB  # bf16, over TP 4
+    # The plan rounds to three decimals: exact after the same rounding.
+    assert weights['draft_at_sizing_gib'] == round(layer + tables, 3) == 1.886
     # Loaded before sizing: free after load = free before - target - draft at sizing.
     assert result['free_before_load_gib'] - result['free_after_load_gib'] == pytest.approx(
         weights['target_gib'] + weights['draft_at_sizing_gib'], abs=0.002)
@@ -299,7 +311,9 @@ def test_eagle3_draft_load_matches_the_logged_mem_usage():
     result = vp.plan(model_config=config('meta-llama__Meta-Llama-3.1-8B'), gpu_memory_mib=81920, tp_size=1,
                      release=RELEASE, mem_fraction_static=0.6, context_length=4096, speculative_algorithm='EAGLE3',
                      speculative_num_steps=5, speculative_eagle_topk=8, speculative_num_draft_tokens=32,
-                     draft_model_config=config('EAGLE3-draft__SpecForge__llama3-8B-eagle3'))
+                     draft_model_config=config('EAGLE3-draft__SpecForge__llama3-8B-eagle3'),
+                     # the stand-in's max_position_embeddings is 2048; the logged draft ran at the server's context
+                     environment={'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN': '1'})
     planned = result['weights_detail']['draft_at_sizing_gib']
     print('EAGLE-3 draft load: plan %.3f GiB, log %.2f: %+.3f GiB (%+.2f %%)'
           % (planned, logged, planned - logged, 100 * (planned - logged) / logged))

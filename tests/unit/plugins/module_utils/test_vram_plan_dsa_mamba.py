@@ -154,20 +154,27 @@ def test_qwen35_mtp_draft_kv_is_outside_the_budget():
     assert facts['nextn_layers'] is None and facts['mtp_layers'] == 1
     result = plan(model_config=Q122, gpu_profile=RTX, tp_size=4, **MTP)
     assert not result['draft_kv_in_budget'] and result['kv_bytes_per_token_draft_in_budget'] == 0
-    per_layer = vp.kv_layer_bytes(facts, 4, 2)[0]
+    # One full-attention layer by hand: max(1, 2 KV heads // TP 4) = 1 head x (256 + 256) x 2 B (bf16).
+    text = Q122['text_config']
+    assert (text['num_key_value_heads'], text['head_dim']) == (2, 256)
+    per_layer = 1 * (256 + 256) * 2
     rows = result['kv_cache_tokens'] + result['page_size']
     assert result['draft_kv_gib'] == round(rows * per_layer / GIB, 3) == result['draft_kv_outside_budget_gib']
 
 
-@pytest.mark.parametrize('name, tp', [('zai-org__GLM-4.5-Air', 4), ('deepseek-ai__DeepSeek-V3', 8)])
-def test_glm_and_deepseek_mtp_draft_kv_is_inside_the_budget(name, tp):
+@pytest.mark.parametrize('name, tp, cell', [
+    # By hand: GLM-4.5-Air 46 layers x (8 KV heads / TP 4 = 2) x 128 x (K + V) x 2 B; DeepSeek-V3 61 layers x the MLA
+    # latent 512 + 64 x 2 B on every rank.
+    ('zai-org__GLM-4.5-Air', 4, 46 * 2 * 128 * 2 * 2), ('deepseek-ai__DeepSeek-V3', 8, 61 * (512 + 64) * 2),
+])
+def test_glm_and_deepseek_mtp_draft_kv_is_inside_the_budget(name, tp, cell):
     """spec_aux_hidden_state.py:172-174: num_nextn_predict_layers 1 in the target config -> eagle_draft_num_layers 1;
     pool_configurator.py:267-271 (> 0) then adds int(cell x 1 / target layers) to the cell (:310-314)."""
     cfg = config(name)
     assert cfg['num_nextn_predict_layers'] == 1
     result = plan(model_config=cfg, gpu_profile=H200, tp_size=tp, weights_bytes=(
         None if 'GLM' in name else 689 * 10 ** 9), **MTP)
-    cell = result['kv_bytes_per_token_target']
+    assert result['kv_bytes_per_token_target'] == cell
     assert result['draft_kv_in_budget'] and result['draft_kv_layers_in_budget'] == 1
     assert result['kv_bytes_per_token_draft_in_budget'] == cell // cfg['num_hidden_layers']
     assert result['draft_kv_outside_budget_gib'] == 0.0
@@ -180,7 +187,9 @@ def test_num_nextn_predict_layers_zero_adds_nothing_and_two_add_two():
                 tp_size=4, **MTP)
     two = plan(model_config=dict(cfg, num_nextn_predict_layers=2), gpu_profile=H200, tp_size=4, **MTP)
     assert zero['kv_bytes_per_token_draft_in_budget'] == 0
-    assert two['kv_bytes_per_token_draft_in_budget'] == two['kv_bytes_per_token_target'] * 2 // 46
+    # The target cell by hand (46 x 2 x 128 x 2 x 2 B = 47104, as in the test above), two draft layers' share of it.
+    assert two['kv_bytes_per_token_target'] == 47104
+    assert two['kv_bytes_per_token_draft_in_budget'] == 47104 * 2 // 46 == 2048
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -193,8 +202,12 @@ def test_max_mamba_cache_size_sets_the_slots_and_charges_them():
     auto = plan(model_config=Q122, gpu_profile=RTX, tp_size=4, max_running_requests=4096, **MTP)
     fixed = plan(model_config=Q122, gpu_profile=RTX, tp_size=4, max_running_requests=4096, max_mamba_cache_size=60,
                  **MTP)
-    per_slot = fixed['mamba_bytes_per_slot']
-    ratio = fixed['mamba_slots_per_request']
+    # One slot by hand (SGLang's Mamba2StateShape at TP 4, 36 linear layers): conv 12288 / 4 x 3 x 2 B + temporal
+    # 64 / 4 x 128 x 128 x 4 B per layer. Slots per request: 3 + 2 (extra_buffer, auto under MTP, overlap on;
+    # kv_cache_configurator.py:3062-3081, allocation_sizing.py:11-19).
+    per_slot, ratio = 36 * (12288 // 4 * 3 * 2 + 64 // 4 * 128 * 128 * 4), 5
+    assert per_slot == 38412288
+    assert (fixed['mamba_bytes_per_slot'], fixed['mamba_slots_per_request']) == (per_slot, ratio)
     assert fixed['mamba_cache_slots'] == 60 and fixed['mamba_cache_mode'] == 'explicit'
     assert auto['mamba_cache_mode'] == 'memory'
     assert fixed['mamba_pool_gib'] == round(61 * per_slot / GIB, 3)
@@ -209,7 +222,9 @@ def test_mamba_full_memory_ratio_sets_the_pool_share():
     half = plan(model_config=Q122, gpu_profile=RTX, tp_size=4, mamba_full_memory_ratio=0.5, **MTP)
     default = plan(model_config=Q122, gpu_profile=RTX, tp_size=4, **MTP)
     assert half['mamba_full_memory_ratio'] == 0.5 and default['mamba_full_memory_ratio'] == 0.9
-    per_slot, ratio, rest = half['mamba_bytes_per_slot'], half['mamba_slots_per_request'], half['rest_for_pools_gib']
+    per_slot, ratio = 38412288, 5  # by hand, as in the test above
+    assert (half['mamba_bytes_per_slot'], half['mamba_slots_per_request']) == (per_slot, ratio)
+    rest = half['rest_for_pools_gib']
     budget = rest * 0.5 / 1.5 * GIB
     expected = int((budget - per_slot * 5) // (per_slot * (1 + 4.0 / ratio)))
     assert abs(half['mamba_cache_slots'] - expected) <= 1  # rest_for_pools_gib is rounded to 3 decimals

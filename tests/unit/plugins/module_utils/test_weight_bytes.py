@@ -225,7 +225,7 @@ def test_an_unknown_quant_method_is_refused_naming_it_and_the_supported_list():
     with pytest.raises(wb.WeightBytesError) as err:
         computed('x', cfg)
     assert "quant_method 'bitsandbytes'" in str(err.value)
-    assert 'fp8, mxfp4, modelopt, modelopt_fp4, compressed-tensors, gptq, awq' in str(err.value)
+    assert 'fp8, mxfp4, modelopt, modelopt_fp4, modelopt_fp8, compressed-tensors, gptq, awq' in str(err.value)
     with pytest.raises(vp.PlanError) as err:
         vp.plan(model_config=cfg, gpu_profile=H200, tp_size=1, release=RELEASE)
     assert 'bitsandbytes' in str(err.value) and 'give weights_bytes' in str(err.value)
@@ -233,7 +233,9 @@ def test_an_unknown_quant_method_is_refused_naming_it_and_the_supported_list():
 
 @pytest.mark.parametrize('quant, fragment', [
     (dict(quant_method='modelopt', quant_algo='NVFP4'), 'has no ignore / exclude_modules list'),
-    (dict(quant_method='modelopt', quant_algo='FP8', exclude_modules=[]), "quant_algo 'FP8' is not priced"),
+    # FP8 is priced since SGLang resolves it to modelopt_fp8 (configs/model_config.py:1868-1869); W4A8_AWQ is not.
+    (dict(quant_method='modelopt', quant_algo='W4A8_AWQ', exclude_modules=[]), "quant_algo 'W4A8_AWQ' is not priced"),
+    (dict(quant_algo='FP8', kv_cache_quant_algo='FP8'), 'has no ignore / exclude_modules list'),
     (dict(quant_method='fp8', weight_block_size=[128], trimmed_lists={'modules_to_not_convert': 283}), 'trimmed_lists'),
     (dict(quant_method='fp8', weight_block_size=[128]), 'weight_block_size [128]'),
     (dict(quant_method='compressed-tensors', ignore=[], config_groups=dict(

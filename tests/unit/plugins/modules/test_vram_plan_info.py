@@ -15,6 +15,8 @@ import yaml
 
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.modules import vram_plan_info
 from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
@@ -49,7 +51,16 @@ def test_plan_with_profiles():
                 'max_context_at_concurrency', 'headroom_gib', 'fits', 'limits', 'recommendations',
                 'decode_roofline_tok_s'):
         assert key in result, key
-    assert result['max_running_requests'] == 21
+    # The module reports the planner's plan for these inputs (a pass-through: the module adds nothing to the numbers).
+    direct = vp.plan(model_config=MODEL['config'], gpu_profile=RTX, tp_size=4, speculative_num_draft_tokens=4,
+                     speculative_num_steps=3, release=sr.release(sr.load_table(TABLE), str(PIN)))
+    for key in ('kv_cache_tokens', 'mamba_cache_slots', 'max_running_requests', 'headroom_gib'):
+        assert result[key] == direct[key], key
+    # Anchored by hand where the number follows from SGLang's rules alone: the request limit is the mamba slots over
+    # the 3 + 2 slots an extra_buffer request holds with the overlap schedule (kv_cache_configurator.py:3062-3081,
+    # allocation_sizing.py:11-19), below the speculative default 48 (speculative_hook.py:1086-1094).
+    assert result['mamba_slots_per_request'] == 5
+    assert result['max_running_requests'] == min(48, result['mamba_cache_slots'] // 5)
     assert result['report_lines'][0] == 'sglang-ct'
     assert result['report_markdown'].startswith('# sglang-ct')
     assert result['details']['mamba_strategy'] == 'extra_buffer'
