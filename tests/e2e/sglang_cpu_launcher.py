@@ -11,10 +11,10 @@
    SGLang's argparse does ("launch_server.py: error: unrecognized arguments: ...", exit 2).
 2. Reads the API key from the --config file the role's sglang-launch wrapper appends (JSON {"api-key": ...}) into a
    0600 file of the runtime directory.
-3. With --replay, prints SGLang's start-up lines of that file first (tests/fixtures/sglang_startup/: the pinned
-   release's format strings with known numbers; '#' lines skipped, ranks beyond --tp-size dropped, the scheduler line
-   stating the --max-running-requests it was given when below the file's and the --context-length), so the role's
-   start-up record compares known values with its plan.
+3. With --replay, prints SGLang's start-up lines of that file first (tests/fixtures/sglang_startup/: pool lines
+   printed by the pinned release's own code for the seed, tests/sglang/make_startup_fixture.py; '#' lines skipped,
+   ranks beyond --tp-size dropped, the scheduler line stating the --max-running-requests it was given when below the
+   file's and the --context-length), so the role's start-up record compares SGLang's values with its plan.
 4. Runs the real CPU OpenAI-compatible server of the benchmark lab (tests/bench/openai_server.py: llama.cpp's server
    through xllamacpp) on the *.gguf of --model-path, with --host/--port, --served-model-name as the model id, and at
    most 4 slots (--max-running-requests caps them), printing SGLang's ready line once it answers.

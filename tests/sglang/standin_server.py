@@ -26,8 +26,9 @@ port_in_use (the port is really bound first: any busy port fails the same way), 
 chat_error (starts healthy, every chat completion answers 500).
 Env: SGLANG_STANDIN_SCENARIO, SGLANG_STANDIN_DELAY (seconds between lines, default 0.1), SGLANG_STANDIN_LATENCY,
      SGLANG_STANDIN_WORDING (0.5.23 default; "apr" prints "Init torch distributed begin."),
-     SGLANG_STANDIN_STARTUP_LOG (the start-up lines replayed: 0.5.23's format strings with known numbers, default
-     /opt/standin/share/sglang-startup.log, else tests/fixtures/sglang_startup/ of the checkout).
+     SGLANG_STANDIN_STARTUP_LOG (the start-up lines replayed, default /opt/standin/share/sglang-startup.log, else
+     tests/fixtures/sglang_startup/ of the checkout: NOT from plan.json; the pool lines are what the pinned SGLang's
+     own pool code printed for the seed's command line, tests/sglang/make_startup_fixture.py says how).
      SGLANG_STANDIN_METRICS (JSON file: the release's metrics table; /metrics answers 500 without it).
 Stdlib only (python3 >= 3.6). No shebang in the repository (sanity rules); the molecule prepare step installs it
 with "#!/usr/bin/python3" as /opt/standin/bin/sglang-standin.
@@ -107,8 +108,9 @@ def parse(argv):
     return args, rest
 
 
-# The start-up lines of the pinned release with known numbers (tests/fixtures/sglang_startup/; the molecule prepare
-# step installs the file next to the stand-in): '#' lines are comments.
+# The start-up lines of the pinned release, pool lines printed by SGLang's own code (tests/fixtures/sglang_startup/,
+# made by tests/sglang/make_startup_fixture.py; the molecule prepare step installs the file next to the stand-in):
+# '#' lines are comments.
 STARTUP_LOG = 'qwen3.5-122b-a10b-tp4-rtx-pro-6000.log'
 _STARTUP_PLACES = ('/opt/standin/share/sglang-startup.log',
                    os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures', 'sglang_startup',

@@ -92,6 +92,11 @@ def architectures_match_source(release):
         extra = sorted(set(ours) - set(theirs))
         out.append(('architectures %s' % name, not extra, 'not in SGLang\'s list: %s' % extra if extra else
                     '%d of SGLang\'s %d' % (len(ours), len(theirs))))
+    # The breakable-prefill-graph allow-list decides a term of the default mem_fraction_static: all of it, no more.
+    from sglang.srt.configs import model_config as sg_model_config  # pylint: disable=import-error
+    theirs = set(sg_model_config.multimodal_breakable_cuda_graph_supported_model_archs)
+    out.append(('architectures breakable_graph_multimodal', set(arch['breakable_graph_multimodal']) == theirs,
+                'table %s, SGLang %s' % (sorted(arch['breakable_graph_multimodal']), sorted(theirs))))
     # The planner families: each name a model class of the release; the MLA and SWA names where the release decides
     # those layouts (configs/model_config.py: AttentionArch.MLA, is_hybrid_swa_model and SWA_SINK_ARCHS).
     import sglang  # pylint: disable=import-error

@@ -1,9 +1,11 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Plan vs. start-up log: the 0.5.23-shaped start-up of the seed (tests/fixtures/sglang_startup, the lines the lab's
-stand-ins replay) against the plan the resolver makes for it, with the right and with a deliberately wrong hardware
-profile; the measured free memory feeding the next plan."""
+"""Plan vs. start-up log: the start-up of the seed (tests/fixtures/sglang_startup, the lines the lab's stand-ins replay:
+printed by the pinned SGLang's own pool code for the rendered command line, tests/sglang/make_startup_fixture.py, with
+SGLang's answer beside it in the .oracle.json) against the plan the resolver makes for it, with the right and with a
+deliberately wrong hardware profile; the measured free memory feeding the next plan. The logged side is SGLang's, the
+planned side the collection's: the record must report both and flag the difference, whatever it is."""
 
 from __future__ import annotations
 
@@ -20,6 +22,12 @@ from test_deployment_refusals import ROOT
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_startup as startup
 
 FIXTURE = os.path.join(ROOT, 'tests', 'fixtures', 'sglang_startup', 'qwen3.5-122b-a10b-tp4-rtx-pro-6000.log')
+with open(FIXTURE[:-len('.log')] + '.oracle.json') as _handle:
+    # SGLang's own answer for the seed's command line (the oracle's pools): what the replayed lines state.
+    SGLANG = json.load(_handle)['answer']['oracle']['pools']
+# The record's rules (docs/sglang_server.md "The start-up record"): counts exact, KV tokens within 2 %.
+COUNTS = ('mamba_cache_slots', 'max_running_requests', 'context_length')
+TOKENS = ('kv_cache_tokens', 'max_total_num_tokens')
 
 
 def replay():
@@ -51,15 +59,32 @@ def off_profiles(tmp_path):
 
 def test_parse_reads_every_figure_of_the_start():
     logged = startup.parse(replay())
-    # Memory is the lowest over the ranks, the weights are target + draft of rank 0, the KV pool the target's.
+    # The figures of the lines in the fixture (SGLang's pool lines; the memory lines from the hardware profile's
+    # estimate and the weights given to the generator). Memory is the lowest over the ranks, the weights are
+    # target + draft of rank 0, the KV pool the target's.
     assert logged['free_before_load_gib'] == 94.19 and logged['free_after_load_gib'] == 35.16
     assert logged['weights_gib'] == round(57.14 + 1.89, 2)
-    assert logged['mamba_cache_slots'] == 105 and logged['mamba_state_gib'] == round(0.07 + 3.73, 2)
-    assert logged['kv_cache_tokens'] == logged['draft_kv_cache_tokens'] == logged['max_total_num_tokens'] == 684739
-    assert logged['kv_cache_gib'] == 7.84 and logged['free_after_pools_gib'] == 19.57
-    assert logged['cuda_graph_gib'] == round(1.85 + 0.31 + 0.17, 2) and logged['free_after_graphs_gib'] == 17.24
+    assert logged['mamba_cache_slots'] == 106 and logged['mamba_state_gib'] == round(0.07 + 3.76, 2)
+    assert logged['mamba_spec_state_gib'] == round(3.09 + 0.03, 2)
+    assert logged['kv_cache_tokens'] == logged['draft_kv_cache_tokens'] == logged['max_total_num_tokens'] == 685794
+    assert logged['kv_cache_gib'] == 7.84 and logged['free_after_pools_gib'] == 19.69
+    assert logged['cuda_graph_gib'] == round(1.85 + 0.31 + 0.17, 2) and logged['free_after_graphs_gib'] == 17.36
     assert logged['max_running_requests'] == 21 and logged['context_length'] == 262144
     assert logged['memory_baseline_gib'] == 1.4
+
+
+def test_the_replayed_lines_state_sglangs_own_answer():
+    logged = startup.parse(replay())
+    assert logged['kv_cache_tokens'] == logged['max_total_num_tokens'] == SGLANG['max_total_num_tokens']
+    assert logged['mamba_cache_slots'] == SGLANG['max_mamba_cache_size']
+    assert logged['max_running_requests'] == SGLANG['max_running_requests']
+
+
+def expected_verdict(key, planned, logged):
+    """The record's rule for one judged row (docs/sglang_server.md), from the two independent numbers."""
+    if key in COUNTS:
+        return 'ok' if planned == logged else 'drift'
+    return 'ok' if abs(logged - planned) <= planned * 0.02 else 'drift'
 
 
 def test_the_lowest_rank_sets_the_memory_and_other_lines_do_not_count():
@@ -71,21 +96,50 @@ def test_the_lowest_rank_sets_the_memory_and_other_lines_do_not_count():
     assert startup.parse(['INFO:     Uvicorn running on http://127.0.0.1:30000'])['kv_cache_tokens'] is None
 
 
-def test_the_seed_start_matches_its_plan():
+def test_the_seed_start_reports_the_plan_against_sglang():
+    """Planned (the resolver) and logged (SGLang) side by side; every difference beyond the rules is flagged with both
+    numbers, and nothing else is."""
     deployment = resolve()
-    record = startup.compare(deployment['plan'], startup.parse(replay()), context(deployment))
+    plan = deployment['plan']
+    record = startup.compare(plan, startup.parse(replay()), context(deployment))
     by_key = rows(record)
-    assert record['verdict'] == 'ok' and record['warnings'] == [] and record['inputs_to_check'] == []
-    for key in ('mamba_cache_slots', 'kv_cache_tokens', 'max_total_num_tokens', 'max_running_requests',
-                'context_length'):
-        assert by_key[key]['verdict'] == 'ok', by_key[key]
-    assert by_key['kv_cache_tokens']['planned'] == deployment['plan']['kv_cache_tokens']
+    drifting = []
+    for key in COUNTS + TOKENS:
+        row = by_key[key]
+        assert row['planned'] == plan[key if key != 'max_total_num_tokens' else 'kv_cache_tokens'], row
+        verdict = expected_verdict(key, row['planned'], row['logged'])
+        assert row['verdict'] == verdict, row
+        if verdict == 'drift':
+            drifting.append(row)
+    assert by_key['kv_cache_tokens']['logged'] == SGLANG['max_total_num_tokens']
+    assert by_key['mamba_cache_slots']['logged'] == SGLANG['max_mamba_cache_size']
+    assert record['verdict'] == ('drift' if drifting else 'ok')
+    assert len(record['warnings']) == len(drifting)
+    for row, warning in zip(drifting, record['warnings']):
+        assert warning.startswith('%s: %s planned, %s logged by SGLang' % (
+            row['label'], '{:,}'.format(row['planned']), '{:,}'.format(row['logged']))), warning
+    assert bool(record['inputs_to_check']) == bool(drifting)
     assert by_key['cuda_graph_gib']['verdict'] == 'logged only' and by_key['cuda_graph_gib']['logged'] == 2.33
     assert record['measured']['free_memory_before_load_gib'] == 94.19
     assert record['measured']['gpu_profile'] == 'rtx-pro-6000-blackwell-server' and record['measured']['tp_size'] == 4
     table = startup.markdown(record)
+    print(table)
     assert '| value | planned | logged | drift | verdict |' in table
-    assert '| KV cache tokens (#tokens) | 684,739 | 684,739 | +0 | ok |' in table
+    row = by_key['kv_cache_tokens']
+    expected = '| KV cache tokens (#tokens) | {:,} | {:,} | {:+d}'.format(
+        row['planned'], row['logged'], row['logged'] - row['planned'])
+    assert expected in table
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    'planner defect (report, not fixed here): for the seed (Qwen3.5-122B-A10B TP4, NEXTN 3/1/4, extra_buffer, '
+    '--mem-fraction-static 0.7851, 94.193 GiB free before / 35.164 after load) the pinned SGLang sizes 106 mamba slots '
+    'and 685,794 KV tokens, the planner 105 and 684,739 (-0.15 %): the mamba pool is one slot short, so the lab\'s '
+    'correct-profile start shows drift on mamba state slots'))
+def test_the_planner_sizes_the_seed_pools_as_sglang_does():
+    plan = resolve()['plan']
+    sglang = (SGLANG['max_mamba_cache_size'], SGLANG['max_total_num_tokens'])
+    assert (plan['mamba_cache_slots'], plan['kv_cache_tokens']) == sglang
 
 
 def test_a_wrong_hardware_profile_drifts_and_names_its_startup_overhead(off_profiles):
@@ -95,11 +149,12 @@ def test_a_wrong_hardware_profile_drifts_and_names_its_startup_overhead(off_prof
     by_key = rows(record)
     assert record['verdict'] == 'drift'
     assert by_key['free_before_load_gib']['verdict'] == 'differs'
-    assert by_key['mamba_cache_slots']['verdict'] == 'drift' and by_key['mamba_cache_slots']['planned'] < 105
+    assert by_key['mamba_cache_slots']['verdict'] == 'drift'
+    assert by_key['mamba_cache_slots']['planned'] < SGLANG['max_mamba_cache_size']
     assert by_key['kv_cache_tokens']['verdict'] == 'drift' and by_key['kv_cache_tokens']['drift_pct'] > 2
     slots = [w for w in record['warnings'] if w.startswith('mamba state slots')][0]
     # Both numbers and the planner input to check.
-    assert '%d planned' % plan['mamba_cache_slots'] in slots and '105 logged' in slots
+    assert '%d planned' % plan['mamba_cache_slots'] in slots and '%d logged' % SGLANG['max_mamba_cache_size'] in slots
     assert "hardware profile's startup_overhead_gib (rtx-pro-6000-blackwell-server: 4.40 GiB planned, 1.40 GiB " \
            'logged' in slots
 
@@ -162,3 +217,14 @@ def test_usable_measurement_refuses_what_is_not_one():
     assert startup.usable_measurement(dict(good, free_memory_before_load_gib='x'), 'h200', 2, '0.5.23')[0] is None
     assert startup.usable_measurement(['x'], 'h200', 2, '0.5.23')[0] is None
     assert startup.measurement_file('/b/deploy/h/', 'h200', 2) == '/b/deploy/h/startup_memory/h200-tp2.json'
+
+
+def test_the_fixture_is_what_its_saved_sglang_answer_renders(tmp_path):
+    """The replayed lines are the generator's rendering of SGLang's saved answer, not edited by hand."""
+    import subprocess
+    import sys
+    out = tmp_path / 'again.log'
+    subprocess.check_call([sys.executable, os.path.join(ROOT, 'tests', 'sglang', 'make_startup_fixture.py'),
+                           '--from-json', FIXTURE[:-len('.log')] + '.oracle.json', '--out', str(out)])
+    with open(FIXTURE) as handle:
+        assert out.read_text() == handle.read()

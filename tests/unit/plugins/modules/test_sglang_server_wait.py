@@ -193,6 +193,11 @@ def test_start_epoch():
     assert sglang_server_wait.start_epoch({'ExecMainStartTimestamp': ''}) is None
 
 
+# What SGLang's own code sized for the seed's command line: the replayed start-up lines state it
+# (tests/fixtures/sglang_startup/*.oracle.json, tests/sglang/make_startup_fixture.py).
+with open(os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'sglang_startup',
+                       'qwen3.5-122b-a10b-tp4-rtx-pro-6000.oracle.json')) as _handle:
+    SGLANG = json.load(_handle)['answer']['oracle']['pools']
 # The seed's plan as make plan prints it (docs/plan.md; test_sglang_startup.py compares with the resolver's own).
 SEED_PLAN = dict(free_before_load_gib=94.193, weights_gib_per_gpu=59.029, free_after_load_gib=35.164,
                  mamba_cache_slots=105, kv_cache_tokens=684739, max_running_requests=21, context_length=262144,
@@ -207,7 +212,20 @@ def test_a_ready_start_is_compared_with_its_plan(host):
     host(lines, exits=False, ready_after=len(lines))
     kind, out = run(sglang_server_wait.main, dict(ARGS, plan=SEED_PLAN, plan_context=CONTEXT))
     record = out['startup']
-    assert kind is AnsibleExitJson and record['verdict'] == 'ok' and not out.get('warnings')
+    by_key = dict((row['key'], row) for row in record['rows'])
+    # Planned is the plan given, logged is SGLang's; a count that differs is drift, and the module warns with both.
+    assert by_key['mamba_cache_slots']['planned'] == SEED_PLAN['mamba_cache_slots']
+    assert by_key['mamba_cache_slots']['logged'] == SGLANG['max_mamba_cache_size']
+    assert by_key['kv_cache_tokens']['logged'] == SGLANG['max_total_num_tokens']
+    drifting = [key for key in ('mamba_cache_slots', 'max_running_requests', 'context_length')
+                if by_key[key]['planned'] != by_key[key]['logged']]
+    drifting += [key for key in ('kv_cache_tokens', 'max_total_num_tokens')
+                 if abs(by_key[key]['logged'] - by_key[key]['planned']) > 0.02 * by_key[key]['planned']]
+    assert kind is AnsibleExitJson and record['verdict'] == ('drift' if drifting else 'ok')
+    assert sorted(k for k, row in by_key.items() if row['verdict'] == 'drift') == sorted(drifting)
+    warnings = out.get('warnings') or []
+    assert len(warnings) == len(drifting)
+    assert all(w.startswith('sglang-qwen.service: plan vs. start-up log: ') for w in warnings)
     assert record['context']['start'] == dict(started_at=1796001966, pid='42')
     assert record['measured']['free_memory_before_load_gib'] == 94.19
     assert '| max running requests | 21 | 21 | +0 | ok |' in record['markdown']
@@ -220,5 +238,6 @@ def test_a_start_that_drifts_from_its_plan_warns_with_both_numbers(host):
     kind, out = run(sglang_server_wait.main, dict(ARGS, plan=plan, plan_context=CONTEXT))
     assert kind is AnsibleExitJson and out['ready'] and out['startup']['verdict'] == 'drift'
     warning = [w for w in out['warnings'] if 'mamba state slots' in w][0]
-    assert warning.startswith('sglang-qwen.service: plan vs. start-up log: mamba state slots: 93 planned, 105 logged')
+    assert warning.startswith('sglang-qwen.service: plan vs. start-up log: mamba state slots: 93 planned, %d logged'
+                              % SGLANG['max_mamba_cache_size'])
     assert "startup_overhead_gib (rtx-pro-6000-blackwell-server: 4.40 GiB planned, 1.40 GiB logged" in warning
