@@ -123,17 +123,38 @@ def test_kv_heads_split_over_attention_tp_match_the_qwen3_next_dp4_log():
     assert (result['attn_dp_size'], result['attn_tp_size']) == (4, 1)
     predicted = (tokens + 1) * result['kv_bytes_per_token_target'] / 2 / GIB
     assert abs(predicted - k_gib) <= 0.005
+    # By hand from the config: 48 layers, every 4th (full_attention_interval 4) full attention -> 12 layers, 2 KV heads
+    # of head_dim 256, K and V, bf16. Attention TP 1 keeps both heads; plain TP 4 keeps max(1, 2 // 4) = 1.
+    full_layers = QNEXT['num_hidden_layers'] // QNEXT['full_attention_interval']
+    assert (full_layers, QNEXT['num_key_value_heads'], QNEXT['head_dim']) == (12, 2, 256)
+    assert result['kv_bytes_per_token_target'] == 12 * 2 * 256 * 2 * 2 == 24576
     without = plan(model_config=QNEXT, gpu_profile=H200, tp_size=4, mamba_ssm_dtype='bfloat16')
-    assert result['kv_bytes_per_token_target'] == 4 * without['kv_bytes_per_token_target'] // 2  # 2 heads, not max(1, 2//4)
+    assert without['kv_bytes_per_token_target'] == 12 * 1 * 256 * 2 * 2 == 12288
+
+
+def gdn_slot_bytes(cfg, tp):
+    """One mamba slot of a Qwen3.5 / Qwen3-Next config by hand, from SGLang's own shape rules: configs/qwen3_next.py
+    mamba2_cache_params -> Mamba2StateShape.create (configs/mamba_utils.py:195-243): conv_dim = value heads x value dim
+    + 2 x key heads x key dim, conv state (conv_dim / tp, kernel - 1) in bfloat16 (mamba2_state_dtype :68), temporal
+    state (value heads / tp, value dim, key dim) in the config's mamba_ssm_dtype float32; BaseLinearStateParams.
+    mamba_cache_per_req (:116-125) sums both over the linear-attention layers."""
+    text = cfg.get('text_config', cfg)
+    linear_layers = text['layer_types'].count('linear_attention')
+    conv_dim = (text['linear_num_value_heads'] * text['linear_value_head_dim']
+                + 2 * text['linear_num_key_heads'] * text['linear_key_head_dim'])
+    conv = conv_dim // tp * (text['linear_conv_kernel_dim'] - 1) * 2
+    temporal = text['linear_num_value_heads'] // tp * text['linear_value_head_dim'] * text['linear_key_head_dim'] * 4
+    return linear_layers * (conv + temporal)
 
 
 def test_gdn_state_shards_over_the_attention_tp_width():
     # qwen3_next.py:287-313 Mamba2StateShape with tp_world_size = linear_attn_tp_size() = attn_tp_size
-    # (runtime_context.py:484-486).
-    facts = vp.sized_facts(Q122, RELEASE)
+    # (runtime_context.py:484-486). Qwen3.5-122B: 36 linear layers; conv (64 x 128 + 2 x 16 x 128 = 12288) / 2 x 3 x 2 B
+    # = 36864 B and temporal 32 x 128 x 128 x 4 B = 2 MiB per layer at attention TP 2.
+    assert gdn_slot_bytes(Q122, 2) == 36 * (36864 + 2097152) == 76824576
     dp = plan(model_config=Q122, gpu_profile=H200, tp_size=4, dp_size=2, enable_dp_attention=True)
-    assert dp['mamba_bytes_per_slot'] == vp.mamba_slot_bytes(facts, 2, 'float32')['per_slot']
-    assert dp['mamba_bytes_per_slot'] > plan(model_config=Q122, gpu_profile=H200, tp_size=4)['mamba_bytes_per_slot']
+    assert dp['mamba_bytes_per_slot'] == 76824576
+    assert plan(model_config=Q122, gpu_profile=H200, tp_size=4)['mamba_bytes_per_slot'] == gdn_slot_bytes(Q122, 4) == 38412288
 
 
 def test_explicit_requests_are_divided_per_worker_the_estimate_is_not():
@@ -146,7 +167,10 @@ def test_explicit_requests_are_divided_per_worker_the_estimate_is_not():
                  context_length=8192)
     estimated = max(min(int(unset['kv_cache_tokens'] / 8192.0 * 512), 4096), 2048)
     assert unset['max_running_requests'] == min(estimated, unset['kv_cache_tokens'] // 2)
-    assert unset['max_running_requests_total'] == 4 * unset['max_running_requests']
+    # Concretely: Qwen3-32B at attention TP 1 is 64 x 8 x 128 x 2 x 2 B = 256 KiB a token; an H200 worker holds far more
+    # than the 65,536 tokens (8192 x 4096 / 512) at which the estimate reaches its 4096 ceiling.
+    assert unset['kv_bytes_per_token'] == 64 * 8 * 128 * 2 * 2 and unset['kv_cache_tokens'] > 8192 * 4096 // 512
+    assert unset['max_running_requests'] == 4096 and unset['max_running_requests_total'] == 4 * 4096
     # The speculative default 48 (speculative_hook.py:1086-1094) is set before the division: 12 per worker.
     spec = plan(model_config=QWEN32B, gpu_profile=H200, tp_size=4, dp_size=4, enable_dp_attention=True,
                 speculative_algorithm='EAGLE3', draft_model_config=DRAFT32B)
@@ -181,18 +205,27 @@ def test_mamba_slots_from_the_flag_are_per_worker():
                   max_mamba_cache_size=100, speculative_num_draft_tokens=4, speculative_num_steps=3,
                   max_running_requests=64)
     assert result['mamba_cache_slots'] == 50 and result['mamba_cache_mode'] == 'explicit'
-    ratio = result['mamba_slots_per_request']
-    capped = min(max(1, 64 // 2), 50 // ratio)
-    assert result['spec_state_gib'] == round(result['mamba_bytes_per_slot'] * (capped + 1) * 4 / GIB, 3)
-    assert result['max_running_requests'] == 50 // ratio and result['max_running_requests_total'] == 2 * (50 // ratio)
+    # kv_cache_configurator.py:3062-3081 _calculate_mamba_ratio: MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO 3 (:227)
+    # + get_mamba_tracking_slots (allocation_sizing.py:11-19) 2 for extra_buffer (auto under MTP) with the overlap
+    # schedule = 5 slots a request.
+    assert result['mamba_strategy'] == 'extra_buffer' and result['mamba_slots_per_request'] == 5
+    assert result['mamba_bytes_per_slot'] == gdn_slot_bytes(Q122, 2) == 76824576
+    capped = min(max(1, 64 // 2), 50 // 5)  # 10
+    assert result['spec_state_gib'] == round(76824576 * (capped + 1) * 4 / GIB, 3) == 3.148
+    assert result['max_running_requests'] == 10 and result['max_running_requests_total'] == 20
 
 
 def test_dp_attention_keeps_attention_weights_per_attention_group():
     one = plan(model_config=QWEN32B, gpu_profile=H200, tp_size=4)
     dp = plan(model_config=QWEN32B, gpu_profile=H200, tp_size=4, dp_size=4, enable_dp_attention=True)
-    facts = vp.sized_facts(QWEN32B, RELEASE)
-    attention = facts['layers'] * vp._attn_params(facts)  # pylint: disable=protected-access
-    assert dp['weights_detail']['dp_attention_gib'] == round(attention * (1 - 1 / 4.0) * 2 / GIB, 3)
+    # By hand from the config: the TP-sharded attention projections of one Qwen3-32B layer are q (5120 x 64 x 128),
+    # k and v (5120 x 8 x 128 each) and o (64 x 128 x 5120); 64 layers. Attention TP 1 instead of 4: each rank holds
+    # the whole of them, 3/4 more than under plain TP 4 (bf16).
+    h, heads, kv_heads, head_dim = 5120, 64, 8, 128
+    assert (QWEN32B['hidden_size'], QWEN32B['num_attention_heads'], QWEN32B['num_key_value_heads'],
+            QWEN32B['head_dim'], QWEN32B['num_hidden_layers']) == (h, heads, kv_heads, head_dim, 64)
+    attention = 64 * (2 * h * heads * head_dim + 2 * h * kv_heads * head_dim)
+    assert dp['weights_detail']['dp_attention_gib'] == round(attention * (1 - 1 / 4.0) * 2 / GIB, 3) == 8.438
     assert dp['weights_detail']['target_gib'] > one['weights_detail']['target_gib']
 
 
@@ -309,6 +342,25 @@ def test_the_draft_refuses_a_context_longer_than_its_own():
     assert not sf.render(RELEASE, model, {}, {}, allowed)['preflight']
 
 
+def test_the_planner_refuses_a_draft_trained_for_a_shorter_context():
+    # Issue 26: only the flag rules refused it. Meta-Llama-3.1-8B derives 131072 (max_position_embeddings 131072,
+    # rope_type llama3: factor 1); the SpecForge draft's max_position_embeddings is 2048 (both config.json fixtures).
+    with pytest.raises(vp.PlanError) as err:
+        plan(model_config=LLAMA8B, gpu_profile=H100, tp_size=1, **EAGLE3)
+    text = str(err.value)
+    assert err.value.details['variable'] == 'llmops_context_length'
+    assert 'context of 2048 tokens' in text and 'serving context of 131072' in text
+    assert "Target model's context_length (131072) is greater than the derived context_length (2048)" in text
+    assert '(fix: llmops_context_length: 2048 or less' in text
+    with pytest.raises(vp.PlanError):
+        plan(model_config=LLAMA8B, gpu_profile=H100, tp_size=1, context_length=2049, **EAGLE3)
+    assert plan(model_config=LLAMA8B, gpu_profile=H100, tp_size=1, context_length=2048, **EAGLE3)['context_length'] == 2048
+    # SGLang's override (environ.py EnvBool: "1", "true", ...) lets the draft run past 2048, and so does the planner.
+    allowed = plan(model_config=LLAMA8B, gpu_profile=H100, tp_size=1, environment={
+        'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN': '1'}, **EAGLE3)
+    assert allowed['context_length'] == 131072
+
+
 def test_the_committed_pair_plans_and_renders_its_draft():
     model = profile('qwen3-32b-eagle3')
     # The profile's draft config is the SpecForge fixture, value for value (its unverified provenance is that file's).
@@ -334,6 +386,15 @@ def test_mtp_default_requests_and_headroom_count_the_freed_embedding():
 
 
 def test_sglang_defaults_reserve_function_is_unchanged_without_dp():
-    # The DP term is additive: dp 1 reproduces the heuristic of every existing plan.
+    # The DP term is additive: dp 1 gives memory_hook.py:309-325 without it. By hand for an H200 (143771 MiB), TP 4,
+    # chunk 8192, decode max_bs 512, prefill graphs on: 512 + 8192 x 1.5 + 4 / 8 x 1024 + reserve_for_graph_mb
+    # (:357-399: 512 x 2 + 58 prefill graph sizes x 8, the sizes of cuda_graph_hook.py:480-497 up to 8192: 8 + 14 + 8
+    # + 8 + 12 + 8) = 14800 MiB, above the 10 GiB floor; round((143771 - 14800) / 143771, 3) = 0.897.
+    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32)) + list(range(576, 1025, 64))
+             + list(range(1280, 4097, 256)) + list(range(4608, 8193, 512)))
+    reserved = 512 + 8192 * 1.5 + 4 / 8.0 * 1024 + 512 * 2 + len(sizes) * 8
+    assert (len(sizes), reserved) == (58, 14800)
     args = (RELEASE, 143771, 4, 8192, 512, True, False, False, None)
-    assert sd.default_mem_fraction(*args) == sd.default_mem_fraction(*args, attn_dp_size=1)
+    for heuristic in (sd.default_mem_fraction(*args), sd.default_mem_fraction(*args, attn_dp_size=1)):
+        assert heuristic['reserved_mib'] == 14800 and heuristic['mem_fraction_static'] == 0.897
+    assert round((143771 - 14800) / 143771.0, 3) == 0.897
