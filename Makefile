@@ -17,10 +17,11 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # apt-get calls of the suites wait for a dpkg lock another suite holds (tests/tools/apt.conf).
 export APT_CONFIG := $(CURDIR)/tests/tools/apt.conf
 
-.PHONY: help venv plan profile test checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
+.PHONY: help venv plan plan-check plan-accept profile test checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
+	@echo "make plan-check / plan-accept - the plan of $(INVENTORY) against its approved plan / approve it (docs/ci.md)"
 	@echo "make test   - unit, lint, docs, sanity, SGLang parser, ansible-test integration, molecule lab"
 	@echo "make profile REPO=org/name [REVISION=main] [ENDPOINT=url] [SRC=dir] [TP=n] [FORCE=1]"
 	@echo "            - a model profile in profiles/models/ from the checkpoint's config.json"
@@ -46,6 +47,13 @@ venv: $(STAMP)
 plan: venv
 	$(BIN)/ansible-playbook playbooks/plan.yml -i $(INVENTORY)
 
+# The plan gate (docs/ci.md): make plan compared with $(INVENTORY)/.plan-approved.json; plan-accept records it.
+plan-check: venv
+	$(BIN)/python tests/tools/plan_gate.py check $(INVENTORY) $(PLAN_GATE_ARGS)
+
+plan-accept: venv
+	$(BIN)/python tests/tools/plan_gate.py accept $(INVENTORY)
+
 # The Hub client the hf_model role installs on hosts, from the same lock with hashes, for make profile.
 HF_LOCK := $(firstword $(wildcard profiles/locks/hf-client-*.txt))
 HF_CLIENT := $(LAB_CACHE)/hf-client-$(shell sha256sum $(HF_LOCK) | cut -c1-12)-py$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
@@ -61,8 +69,14 @@ profile: venv $(if $(SRC),,$(HF_CLIENT)/.installed)
 	    $(if $(REVISION),-e profile_revision=$(REVISION)) $(if $(ENDPOINT),-e profile_endpoint=$(ENDPOINT)) \
 	    $(if $(TP),-e profile_tp_size=$(TP)) $(if $(FORCE),-e profile_force=true) $(if $(DEST),-e profile_dest=$(abspath $(DEST)))
 
+# The P2P worker's end-to-end tests (CPU simulation on gloo, about 2-3 min here) run with the lab SGLang venv's python,
+# which has torch; tests/bench/setup-bench-venv.sh builds it once under the lock that `parser` takes too, so in
+# `make -j2 checks` one of them builds and the other waits (neither holds another lock meanwhile). With
+# LLMOPS_REQUIRE_ALL=1 (the default here) a skipped test marked requires_lab fails (tests/unit/require_lab.py).
+# P2PCHECK_TEST_PYTHON=<python with torch> skips the lab venv; LLMOPS_REQUIRE_ALL=0 allows the skips.
 unit: venv
-	$(BIN)/pytest -q tests/unit
+	p2p_python="$${P2PCHECK_TEST_PYTHON-$$(tests/bench/setup-bench-venv.sh | tail -n 1)}"; \
+	P2PCHECK_TEST_PYTHON="$${p2p_python}" LLMOPS_REQUIRE_ALL="$${LLMOPS_REQUIRE_ALL:-1}" $(BIN)/pytest -q tests/unit
 
 # The monitoring role's Prometheus files against the real promtool (Debian's prometheus package, installed here when
 # missing): check config, check rules and the rule unit tests of tests/monitoring/rules_test.yml.
