@@ -21,6 +21,8 @@ export APT_CONFIG := $(CURDIR)/tests/tools/apt.conf
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
+	@echo "make plan MODEL=<profile> GPU=<hardware profile> TP=<n> CONTEXT=<tokens> SPEC=off|mtp|eagle3 KV_DTYPE=.. EXTRA='-e k=v'"
+	@echo "            - what if: a plan of its own in build/plan-whatif/ (build/plan untouched)"
 	@echo "make plan-check / plan-accept - the plan of $(INVENTORY) against its approved plan / approve it (docs/ci.md)"
 	@echo "make test   - unit, lint, docs, sanity, SGLang parser, ansible-test integration, molecule lab"
 	@echo "make profile REPO=org/name [REVISION=main] [ENDPOINT=url] [SRC=dir] [TP=n] [FORCE=1]"
@@ -44,15 +46,22 @@ $(STAMP): requirements/dev.txt
 
 venv: $(STAMP)
 
+# make plan [MODEL=..] [GPU=..] [TP=..] [CONTEXT=..] [SPEC=off|mtp|eagle3] [KV_DTYPE=..] [EXTRA='-e k=v'] [llmops_*=..]:
+# any knob makes it a what-if in build/plan-whatif/<knobs>/ (tests/tools/plan_console.py; docs/plan.md). make
+# exports its command-line variables to the recipe; PLAN_CLI_VARS names them, so the shell's environment is never
+# read as a knob. The console gets a summary; the full Ansible log goes to build/plan.log.
+# PLAN_BUILD moves build/plan and build/plan-whatif elsewhere (the tests of make plan use it).
+PLAN_CLI_VARS := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
+PLAN_BUILD ?= build
 plan: venv
-	$(BIN)/ansible-playbook playbooks/plan.yml -i $(INVENTORY)
+	@PLAN_CLI_VARS='$(PLAN_CLI_VARS)' $(BIN)/python tests/tools/plan_console.py --inventory '$(INVENTORY)' --build '$(PLAN_BUILD)'
 
 # The plan gate (docs/ci.md): make plan compared with $(INVENTORY)/.plan-approved.json; plan-accept records it.
 plan-check: venv
-	$(BIN)/python tests/tools/plan_gate.py check $(INVENTORY) $(PLAN_GATE_ARGS)
+	@$(BIN)/python tests/tools/plan_gate.py check $(INVENTORY) $(PLAN_GATE_ARGS)
 
 plan-accept: venv
-	$(BIN)/python tests/tools/plan_gate.py accept $(INVENTORY)
+	@$(BIN)/python tests/tools/plan_gate.py accept $(INVENTORY)
 
 # The Hub client the hf_model role installs on hosts, from the same lock with hashes, for make profile.
 HF_LOCK := $(firstword $(wildcard profiles/locks/hf-client-*.txt))

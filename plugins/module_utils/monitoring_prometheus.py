@@ -141,13 +141,15 @@ def servers(hosts, deployments, ansible_hosts=None, addresses=None):
     out, warnings, seen, loopback = [], [], {}, []
     for host in hosts:
         deployment = deployments.get(host)
+        if isinstance(deployment, dict) and deployment.get('refusal'):
+            # Refused before it was resolved (an unknown profile, a misspelled key): the refusal is the run's error,
+            # reported by whoever resolved it; monitoring must not mask it with an error of its own.
+            warnings.append('%s: not scraped, the deploy would refuse it (%s)' % (host, deployment['refusal'].splitlines()[0]))
+            continue
         if not isinstance(deployment, dict) or deployment.get('kind') != 'sglang_server':
             raise MonitoringError(
                 'monitoring_sglang_hosts: %s has no resolved llmops_deployment of an SGLang server: run '
                 'llmops.inference.deployment for it first (in the same play or an earlier one)' % host)
-        if deployment.get('refusal'):
-            warnings.append('%s: not scraped, the deploy would refuse it (%s)' % (host, deployment['refusal'].splitlines()[0]))
-            continue
         metrics = deployment.get('metrics') or {}
         if not metrics.get('enabled'):
             warnings.append('%s: not scraped, llmops_enable_metrics is false (SGLang serves no /metrics)' % host)

@@ -188,7 +188,8 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None, 
     weights, weight_notes = _weights(files, config, facts, guesses)
     serving = dict(tp_size=tp_size or 1)
     if not tp_size:
-        guesses[('serving', 'tp_size')] = 'not given: 1; plan other sizes with make plan -e llmops_tp_size=N'
+        guesses[('serving', 'tp_size')] = ('not given: 1; plan other sizes with make plan MODEL=%s TP=2 (any size: '
+                                           'TP=<n>)' % name)
     # --quantization is not recorded: the flag renderer derives it per GPU architecture from the release table.
     serving.update(_parsers(release, files, config, guesses, notes))
     _quantization_note(release, config, notes)

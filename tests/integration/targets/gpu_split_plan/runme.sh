@@ -27,8 +27,8 @@ dev5: /dev/nvidia-uvm
 dev6: /dev/nvidia-uvm-tools
 CONF
 # Nothing below the fixture root was written by the plan (no driverctl state, no override).
-test ! -e "$out/seed/_sysfs/pve1/seed_pve_8x_rtx6000_presplit/etc"
-grep -q '(null)' "$out/seed/_sysfs/pve1/seed_pve_8x_rtx6000_presplit/sys/bus/pci/devices/0000:81:00.0/driver_override"
+test ! -e "$out/seed.sysfs/pve1/seed_pve_8x_rtx6000_presplit/etc"
+grep -q '(null)' "$out/seed.sysfs/pve1/seed_pve_8x_rtx6000_presplit/sys/bus/pci/devices/0000:81:00.0/driver_override"
 
 # After the split (minors 2, 0, 3, 1 on NUMA 0) in raw mode: the lines follow the driver's minors and the fixture's
 # dynamic nvidia-uvm major.

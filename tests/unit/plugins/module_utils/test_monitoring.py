@@ -121,6 +121,11 @@ def test_servers_left_out_or_refused():
     with pytest.raises(prom.MonitoringError) as exc:
         prom.servers(['a', 'x'], dict(a=deployment()))
     assert 'x has no resolved llmops_deployment' in str(exc.value)
+    # Refused before it was resolved (an unknown model profile: no kind, only the refusal): left out with a warning,
+    # so that the refusal, not a monitoring error, is what the run reports (issue #27 point 6).
+    early = {'problems': ['llmops_model_profile'], 'refusal': "d: 1 problem\n1. llmops_model_profile = 'x': no profile"}
+    entries, warnings = prom.servers(['a', 'd'], dict(a=deployment(), d=early))
+    assert [e['host'] for e in entries] == ['a'] and warnings[-1].startswith('d: not scraped, the deploy would refuse')
     with pytest.raises(prom.MonitoringError) as exc:
         prom.servers(['a', 'b'], dict(a=deployment(), b=deployment()), dict(a='h', b='h'))
     assert 'a and b would both be scraped at h:30000' in str(exc.value)
