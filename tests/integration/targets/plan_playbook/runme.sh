@@ -35,7 +35,8 @@ assert plan['error'] is None and plan['plan']['fits'] is True and plan['problems
 assert plan['plan']['max_running_requests'] == 21, plan['plan']['max_running_requests']
 
 # The unit the sglang_server role would write (its own template), for the seed: MTP with full flag names, the mamba
-# strategy of 0.5.23, an explicit running-request cap, indices in CUDA_VISIBLE_DEVICES, P2P off behind SEV-SNP.
+# strategy of 0.5.23, no running-request flag (SGLang's own choice, 21, bound by the mamba slots, as the plan
+# computes it), indices in CUDA_VISIBLE_DEVICES, P2P off behind SEV-SNP.
 unit = open(os.path.join(ct, 'files/etc/systemd/system/sglang-qwen3.5-122b-a10b.service')).read()
 exec_start = [line for line in unit.splitlines() if line.startswith('ExecStart=')]
 assert len(exec_start) == 1, unit
@@ -46,7 +47,7 @@ for flags in (['--speculative-algorithm', 'NEXTN'], ['--speculative-num-steps', 
               ['--reasoning-parser', 'qwen3'], ['--tool-call-parser', 'qwen3_coder']):
     i = argv.index(flags[0])
     assert argv[i:i + len(flags)] == flags, (flags, exec_start)
-assert int(argv[argv.index('--max-running-requests') + 1]) > 0, exec_start
+assert '--max-running-requests' not in argv, exec_start
 assert '--disable-custom-all-reduce' in argv, exec_start
 assert not any(a.startswith('--speculative-algo') and a != '--speculative-algorithm' for a in argv), exec_start
 assert '--api-key' not in argv and 'SGLANG_ENABLE_SPEC_V2' not in unit, unit
@@ -65,7 +66,8 @@ assert argv == argv[:len(argv) - len(argv_json['argv'])] + argv_json['argv'], (a
 assert argv_json['command'][-len(argv_json['argv']):] == argv_json['argv'], argv_json
 deployment = json.load(open(os.path.join(ct, 'deployment.json')))
 assert deployment['argv'] == argv_json['argv'] and deployment['plan']['max_running_requests'] == 21, deployment['argv']
-assert deployment['settings']['max_running_requests'] == {'value': 21, 'source': 'plan'}, deployment['settings']
+assert deployment['settings']['max_running_requests'] == {
+    'value': 21, 'source': 'sglang default (no flag; the plan: bound by mamba slots)'}, deployment['settings']
 assert deployment['settings']['speculative_num_draft_tokens'] == {'value': 4, 'source': 'profile'}, deployment['settings']
 assert argv_json['environment']['NCCL_P2P_DISABLE'] == '1', argv_json
 
@@ -109,14 +111,19 @@ assert '| sglang-ct | 127.0.0.1:30000 | SGLangQueueDepthHigh | %d | plan max_run
 PY
 
 # The symptom of issue #13: on H200 the plan said 48 running requests (SGLang's speculative default) and the unit 83.
-# One resolution: the plan and the unit state the same number, the one the mamba pool holds, not the default.
+# One resolution: the plan and the unit agree. Nothing asks for a cap, so the unit renders no flag and the plan says
+# what SGLang then does (the speculative reset to 48, issue #26). Its recommendation names the cap the mamba pool holds.
 ansible-playbook "$root/playbooks/plan.yml" -i "$root/inventories/example" -e llmops_gpu_profile=h200 \
   -e "llmops_plan_output_dir=$out/h200" >"$out/h200.log" 2>&1 || { tail -n 60 "$out/h200.log"; exit 1; }
 "$python" "$here/check_consistency.py" "$out/h200"
 "$python" - "$out/h200/sglang-ct/plan.json" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))['plan']
-assert plan['max_running_requests_bound_by'] == 'mamba_slots' and plan['max_running_requests'] > 48, plan
+assert plan['max_running_requests_bound_by'] == 'speculative_default' and plan['max_running_requests'] == 48, plan
+caps = [int(r['flags'][1]) for r in plan['recommendations'] if r['flags'][0] == '--max-running-requests']
+assert len(caps) == 1 and caps[0] > 48, plan['recommendations']
+argv = json.load(open(sys.argv[1].replace('plan.json', 'sglang_argv.json')))['argv']
+assert '--max-running-requests' not in argv, argv
 PY
 
 # 122B BF16 does not load on two 96 GB GPUs: the run fails, the report says why, and no unit is rendered for it
