@@ -19,7 +19,8 @@ PY
 mkdir -p ~/.ansible/test/cache
 # ansible-test makes its SSH key pair on first use, and two runs that start together on a fresh machine (make test runs
 # the integration halves side by side) both find it missing: the second ssh-keygen stops at "Overwrite (y/n)?". The
-# pair is made here once, under a lock, as ansible-test makes it (PEM, the RSA header paramiko reads).
+# pair is made here once, under a lock, as ansible-test makes it (PEM, the RSA header paramiko reads), and the offline
+# get-pip is put in place under the same lock.
 (
     flock 9
     if [ ! -f ~/.ansible/test/id_rsa ] || [ ! -f ~/.ansible/test/id_rsa.pub ]; then
@@ -27,8 +28,13 @@ mkdir -p ~/.ansible/test/cache
         ssh-keygen -m PEM -q -t rsa -N '' -f ~/.ansible/test/id_rsa
         sed -i -E 's/(BEGIN|END) PRIVATE KEY/\1 RSA PRIVATE KEY/' ~/.ansible/test/id_rsa
     fi
+    # Under the same lock: install(1) unlinks and re-creates its destination, so two runs installing at once race
+    # ("cannot create regular file ...: File exists", seen in a cold make test); an unchanged file is left alone.
+    get_pip=~/.ansible/test/cache/"get_pip_${pip_version//./_}.py"
+    if ! cmp -s "$repo/tests/tools/offline_get_pip.py" "$get_pip"; then
+        install -m 0644 "$repo/tests/tools/offline_get_pip.py" "$get_pip.tmp.$$" && mv -f "$get_pip.tmp.$$" "$get_pip"
+    fi
 ) 9>~/.ansible/test/.keygen.lock
-install -m 0644 "$repo/tests/tools/offline_get_pip.py" ~/.ansible/test/cache/"get_pip_${pip_version//./_}.py"
 
 # Copy only what git would ship (tracked + untracked-not-ignored), so local venvs and build output never leak in.
 mkdir -p "$work"
