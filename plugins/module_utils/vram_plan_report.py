@@ -11,8 +11,35 @@ __metaclass__ = type
 MIB = 1 << 20
 
 
+# vram_plan.verdict() says "FITS (tight)" below this many running requests, or below SGLang's own activation
+# reserve: the reports say which.
+TIGHT_RUNNING_REQUESTS = 32
+
+
 def _num(value):
     return '-' if value is None else '{:,}'.format(value)
+
+
+def tight_reason(plan):
+    """Why a fitting plan is "tight", in words (empty when it is not)."""
+    reasons = []
+    running = plan.get('max_running_requests')
+    if isinstance(running, int) and running < TIGHT_RUNNING_REQUESTS:
+        reasons.append('max running requests %d < %d' % (running, TIGHT_RUNNING_REQUESTS))
+    reserve, headroom = plan.get('sglang_runtime_reserve_gib'), plan.get('headroom_gib')
+    if isinstance(reserve, (int, float)) and isinstance(headroom, (int, float)) and headroom < reserve:
+        reasons.append('headroom %.1f GiB < SGLang\'s activation reserve %.1f GiB' % (headroom, reserve))
+    return ' and '.join(reasons)
+
+
+def headline(plan):
+    """One sentence: fits or not, KV tokens, max running requests and what binds them, context; "tight" defined."""
+    text = '**%s**: %s KV cache tokens, max running requests %s (bound by %s), context length %s.' % (
+        plan['verdict'], _num(plan.get('kv_cache_tokens')), _num(plan.get('max_running_requests')),
+        str(plan.get('max_running_requests_bound_by') or '?').replace('_', ' '), _num(plan.get('context_length')))
+    if 'tight' in plan['verdict']:
+        text += ' *Tight* means it starts, but %s.' % tight_reason(plan)
+    return text
 
 
 def _ctx(plan):
@@ -135,7 +162,7 @@ def render_markdown(plan, title, flags=None):
     """A self-contained Markdown report (build/plan/<host>/plan.md)."""
     out = ['# %s' % title, '',
            'Computed by `llmops.inference.vram_plan_info` from SGLang %s\'s own memory-planning rules; '
-           'not measured on a GPU.' % plan['sglang_version'], '']
+           'not measured on a GPU.' % plan['sglang_version'], '', headline(plan), '']
     if flags:
         out += ['SGLang flags planned: `%s`' % ' '.join(flags), '']
     out += ['| item | value |', '|---|---|']

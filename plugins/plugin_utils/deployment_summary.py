@@ -16,9 +16,8 @@ __metaclass__ = type
 
 import re
 
-# plan.verdict "FITS (tight)": vram_plan.verdict() says so below 32 running requests or below SGLang's own
-# activation reserve; the summary says which.
-TIGHT_RUNNING_REQUESTS = 32
+from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import tight_reason
+
 MAX_REFUSAL_CHARS = 160
 
 
@@ -43,18 +42,6 @@ def first_problem(host, refusal):
     numbered = [line for line in lines if re.match(r'^1\. ', line)]
     first = numbered[0][3:] if numbered else lines[0]
     return first[len(host) + 2:] if first.startswith(host + ': ') else first
-
-
-def tight_reason(plan):
-    """Why a fitting plan is "tight", in words (empty when it is not)."""
-    reasons = []
-    running = plan.get('max_running_requests')
-    if isinstance(running, int) and running < TIGHT_RUNNING_REQUESTS:
-        reasons.append('max running requests %d < %d' % (running, TIGHT_RUNNING_REQUESTS))
-    reserve, headroom = plan.get('sglang_runtime_reserve_gib'), plan.get('headroom_gib')
-    if isinstance(reserve, (int, float)) and isinstance(headroom, (int, float)) and headroom < reserve:
-        reasons.append('headroom %.1f GiB < SGLang\'s activation reserve %.1f GiB' % (headroom, reserve))
-    return ' and '.join(reasons)
 
 
 def server_lines(host, deployment):

@@ -315,6 +315,10 @@ def test_render():
     markdown = render_markdown(result, 'sglang-ct')
     assert 'not measured on a GPU' in markdown
     assert '| 32 | - | max running requests |' in markdown
+    # The headline, with "tight" defined where it appears (21 running requests < 32).
+    assert ('**FITS (tight)**: %s KV cache tokens, max running requests 21 (bound by mamba slots), context length '
+            '262,144. *Tight* means it starts, but max running requests 21 < 32.'
+            % '{:,}'.format(result['kv_cache_tokens'])) in markdown.split('\n')[4], markdown[:800]
     json.dumps(result)  # the module returns it as is
 
 
