@@ -28,8 +28,10 @@ help:
 	@echo "make profile REPO=org/name [REVISION=main] [ENDPOINT=url] [SRC=dir] [TP=n] [FORCE=1]"
 	@echo "            - a model profile in profiles/models/ from the checkpoint's config.json"
 
+# Silent (make plan's console shows no recipe): it says what it installs. In a fresh clone requirements/dev.txt is
+# newer than the cached venv's stamp, so the link is made and the stamp touched, once; later calls do nothing.
 $(STAMP): requirements/dev.txt
-	if [ -d $(VENV) ] && [ ! -L $(VENV) ]; then \
+	@if [ -d $(VENV) ] && [ ! -L $(VENV) ]; then \
 	    test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
 	    $(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements/dev.txt; \
 	    rm -f $(VENV)/.installed-* && touch $@; \
@@ -42,6 +44,7 @@ $(STAMP): requirements/dev.txt
 	        touch $(VENV_CACHE)/.installed-$(REQS_ID); \
 	    fi; \
 	    ln -sfn $(VENV_CACHE) $(VENV); \
+	    touch $(VENV_CACHE)/.installed-$(REQS_ID); \
 	fi
 
 venv: $(STAMP)
