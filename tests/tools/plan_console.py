@@ -33,7 +33,9 @@ plan could not run (the end of the log is printed); make's own status is 2 for e
 from __future__ import annotations
 
 import argparse
+import difflib
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -80,7 +82,6 @@ def _profile_names(kind):
 
 
 def _closest(value, names):
-    import difflib
     near = difflib.get_close_matches(value, names, n=1, cutoff=0.5)
     return (' (did you mean %s?)' % near[0]) if near else ''
 
@@ -155,11 +156,9 @@ def extra_vars(knobs, inventory_model=None):
         if knob not in knobs:
             continue
         value = knobs[knob].strip()
-        if knob == 'MODEL':
-            _profile('models', value, knob)
-        elif knob == 'GPU':
-            _profile('hardware', value, knob)
-        elif knob == 'TP':
+        # MODEL and GPU are not checked here: the resolver refuses an unknown profile itself, first, with the
+        # nearest name as its fix (make plan prints that refusal before anything else).
+        if knob == 'TP':
             value = _tp(value)
         elif knob == 'CONTEXT':
             value = _context(value)
@@ -247,12 +246,10 @@ def inventory_listing(inventory, env):
     if inv.returncode != 0:
         raise PlanRunError('INVENTORY=%s: ansible-inventory cannot read it (rc %d): %s'
                            % (inventory, inv.returncode, inv.stderr.strip()[-1500:]))
-    import json
     return json.loads(inv.stdout)
 
 
-def playbook_argv(inventory, out_dir, evars, extra, listing):
-    import json
+def playbook_argv(inventory, out_dir, evars, extra):
     argv = [gate._tool('ansible-playbook'), os.path.join(ROOT, 'playbooks', 'plan.yml'), '-i', inventory,
             '-e', 'llmops_plan_output_dir=%s' % out_dir]
     if evars:
@@ -367,7 +364,7 @@ def main(argv=None, environ=None):
     print('make plan: %s%s; the full log is %s' % (
         args.inventory, (' with ' + ' '.join('%s=%s' % kv for kv in sorted(knobs.items()))) if whatif else '',
         _rel(log)), flush=True)
-    rc = run_playbook(playbook_argv(args.inventory, out_dir, evars, extra, listing), log, env)
+    rc = run_playbook(playbook_argv(args.inventory, out_dir, evars, extra), log, env)
     snapshot = gate.build_snapshot(ROOT, args.inventory, listing, out_dir)
     refusals = gate.refusals_of(snapshot)
     if rc != 0 and not refusals:
