@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # apt-get calls of the suites wait for a dpkg lock another suite holds (tests/tools/apt.conf).
 export APT_CONFIG := $(CURDIR)/tests/tools/apt.conf
 
-.PHONY: help venv plan plan-check plan-accept profile test checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
+.PHONY: help venv plan plan-check plan-accept profile test checks quick-checks heavy-checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
@@ -126,14 +126,22 @@ parser: venv
 molecule: venv
 	tests/lab/run-molecule.sh
 
-# The checks that need no lab, two at a time (each is mostly one process on one core; the 2-core CI machine runs
-# them in about 160 s instead of 200): each target's output is printed whole when it ends.
-checks: venv
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit monitoring changelog-lint docs-check lint sanity parser
+# The checks that need no lab, two at a time (each is mostly one process on one core): each target's output is
+# printed whole when it ends. quick-checks is the part that fails a typo in under a minute.
+quick-checks: venv
+	$(MAKE) --no-print-directory -j2 --output-sync=target changelog-lint docs-check lint
 
-# Cheap checks first so a typo fails in seconds, the slow lab last: the two integration groups and molecule side by
-# side (tests/tools/run-lab.sh, measured there; LLMOPS_LAB_PARALLEL=0 runs them one after the other).
-test: checks
+heavy-checks: venv
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit monitoring sanity parser
+
+checks: venv
+	$(MAKE) --no-print-directory -j2 --output-sync=target changelog-lint docs-check lint unit monitoring sanity parser
+
+# Cheap checks first so a typo fails in seconds; then the heavy checks (unit, monitoring, sanity, parser), the two
+# integration groups and molecule side by side (tests/tools/run-lab.sh, measured there): the lab suites leave most of
+# a core idle while they wait on containers and services, and the heavy checks fill it. LLMOPS_LAB_PARALLEL=0 runs
+# them one after the other.
+test: quick-checks
 	tests/tools/run-lab.sh
 	@echo "make test: all suites passed"
 
