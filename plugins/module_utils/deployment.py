@@ -5,7 +5,7 @@
 """Resolve one SGLang server's deployment, once: precedence, validation, the VRAM plan, the command line.
 
 PRIVATE to the collection. ``resolve_server(ctx)`` returns ``(deployment, problems)``: the documented
-``llmops_deployment`` object (docs/deployment.md, schema 1) and the refusals found, each naming the variable, the
+``llmops_deployment`` object (docs/deployment_resolver.md, schema 1) and the refusals found, each naming the variable, the
 value, the rule and the fix. The planner runs once and the renderer once, on the same resolved inputs, so the plan
 and the command line cannot describe two different servers. Variants (``llmops_variants``) are resolved the same
 way, with their overrides on top.

@@ -5,7 +5,7 @@
 """Resolve an SGLang Model Gateway host: its replicas, their worker URLs, the gateway's command line and unit values.
 
 PRIVATE to the collection. ``resolve_gateway(ctx)`` returns ``(deployment, problems)`` with the
-``kind: sglang_gateway`` object of docs/deployment.md. The replicas are read from the servers' own variables (the
+``kind: sglang_gateway`` object of docs/deployment_resolver.md. The replicas are read from the servers' own variables (the
 same ``llmops_*`` names their own resolution reads), so the worker list is decided here once: ``make plan``, the
 gateway's unit and the rolling swap all take it from ``llmops_deployment.replicas``.
 

@@ -5,7 +5,7 @@
 """Resolve a Proxmox host: its GPUs, the vfio-pci / nvidia split, and the containers that take its GPUs.
 
 PRIVATE to the collection. ``resolve_proxmox(ctx)`` returns ``(deployment, problems)`` with the
-``kind: proxmox_host`` object of docs/deployment.md. It catches what would otherwise surface on the host: an
+``kind: proxmox_host`` object of docs/deployment_resolver.md. It catches what would otherwise surface on the host: an
 address given twice, NUMA nodes on both sides of the split, a card that goes to vfio-pci while a container is
 given it, two containers sharing a GPU.
 

@@ -55,7 +55,7 @@ def check_names(variables, role_options, problems, passed_by_playbooks=True):
             if name not in llmops_names:
                 close = nearest(name, llmops_names)
                 problems.add(name, variables[name], 'no such variable (the llmops_* settings are listed in '
-                             'docs/deployment.md)', 'rename it to %s' % close if close else 'remove it')
+                             'docs/deployment_resolver.md)', 'rename it to %s' % close if close else 'remove it')
             continue
         role = role_of(name)
         known = role_options.get(role) or {}

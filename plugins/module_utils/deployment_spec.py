@@ -5,7 +5,7 @@
 """The collection-wide ``llmops_*`` variables: one table, the resolver's whole interface.
 
 PRIVATE to the collection. Each entry is a setting the operator gives in the inventory (or with ``-e``): its type,
-its default (``None``: the next source of the precedence in docs/deployment.md decides), its rule and a real
+its default (``None``: the next source of the precedence in docs/deployment_resolver.md decides), its rule and a real
 description. ``roles/deployment/meta/argument_specs.yml`` and docs/reference.md are generated from this table
 (tests/tools/role_docs.py); the resolver (deployment.py) coerces and checks values against it.
 

@@ -16,7 +16,7 @@ description:
   - An action that runs on the controller only and contacts no host. It reads every variable of the host that
     carries a prefix of this collection (as Ansible's precedence merged them), the profiles (C(sglang.yml),
     C(sglang_releases.yml), C(models/), C(hardware/)) and, for a container, the variables of its Proxmox host, and
-    resolves the deployment once - the precedence of docs/deployment.md, every check, the VRAM plan and the SGLang
+    resolves the deployment once - the precedence of docs/deployment_resolver.md, every check, the VRAM plan and the SGLang
     command line and environment - into the documented C(llmops_deployment) object.
   - Refuses, listing every problem with the variable, the value, the rule and the fix, an unknown or misspelt
     variable of the collection (naming the nearest known one), a value of the wrong type or range, a profile key
@@ -77,7 +77,7 @@ EXAMPLES = r"""
 RETURN = r"""
 deployment:
   description:
-    - The resolved deployment (schema 1, docs/deployment.md); C(kind) is V(sglang_server) or V(proxmox_host). Never
+    - The resolved deployment (schema 1, docs/deployment_resolver.md); C(kind) is V(sglang_server) or V(proxmox_host). Never
       carries a secret. On a refusal, what could be resolved (or null).
   returned: always
   type: dict

@@ -107,7 +107,7 @@ def deployment_spec_yaml():
     own = {
         'deployment_overrides': dict(type='dict', description=(
             'llmops_* name -> value applied on top of the host\'s variables (rank 2 of the precedence in '
-            'docs/deployment.md), for tests and one-off re-resolutions; A/B variants use llmops_variants.')),
+            'docs/deployment_resolver.md), for tests and one-off re-resolutions; A/B variants use llmops_variants.')),
         'deployment_p2p_verdict': dict(type='str', choices=['', 'p2p_ok', 'use_nccl_p2p_disable', 'nccl_broken'],
                                        description=(
             'Verdict of llmops.inference.gpu_p2p_check measured on the host; the serve play re-resolves with it. '
@@ -166,10 +166,10 @@ def deployment_spec_yaml():
         'description': [
             'Runs first in every play of this collection. On the controller only (the action '
             'M(llmops.inference.deployment_info)), it reads the host\'s collection-wide C(llmops_*) settings and the '
-            'profiles once, applies the precedence once (docs/deployment.md), validates everything - unknown or '
+            'profiles once, applies the precedence once (docs/deployment_resolver.md), validates everything - unknown or '
             'mistyped variables of any role of the collection included - computes the VRAM plan once and renders '
             'the SGLang command line and environment once.',
-            'Publishes the fact C(llmops_deployment) (schema in docs/deployment.md) that make plan, the roles and '
+            'Publishes the fact C(llmops_deployment) (schema in docs/deployment_resolver.md) that make plan, the roles and '
             'the benchmark variants read, and fills C(llmops_api_key) from SGLANG_API_KEY of the controller\'s '
             'environment when the inventory leaves it empty.',
             'A refusal lists every problem of the host with the variable, the value, the rule and the fix, before '

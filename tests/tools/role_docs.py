@@ -119,7 +119,7 @@ def deployment_section(spec, own):
     from ansible_collections.llmops.inference.plugins.module_utils import deployment_spec
     lines = ['## Role `llmops.inference.deployment` and the collection-wide settings', '',
              cell(spec.get('short_description', '')) + '. Precedence and the `llmops_deployment` schema: '
-             '[deployment.md](deployment.md).', '', '| variable | type | default | description |', '|---|---|---|---|']
+             '[deployment_resolver.md](deployment_resolver.md).', '', '| variable | type | default | description |', '|---|---|---|---|']
     for name in sorted(own):
         lines.append('| `%s` | %s | %s | %s |' % (name, cell(own[name].get('type', 'str')), default_text(own[name]),
                                                   cell(own[name].get('description', ''))))
