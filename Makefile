@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # apt-get calls of the suites wait for a dpkg lock another suite holds (tests/tools/apt.conf).
 export APT_CONFIG := $(CURDIR)/tests/tools/apt.conf
 
-.PHONY: help venv plan plan-check plan-accept profile test checks quick-checks heavy-checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
+.PHONY: help venv plan plan-check plan-accept profile render-check test checks quick-checks heavy-checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
@@ -58,6 +58,11 @@ PLAN_CLI_VARS := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(
 PLAN_BUILD ?= build
 plan: venv
 	@PLAN_CLI_VARS='$(PLAN_CLI_VARS)' $(BIN)/python tests/tools/plan_console.py --inventory '$(INVENTORY)' --build '$(PLAN_BUILD)'
+
+# The bytes make plan renders for every inventory under inventories/, against tests/fixtures/render_reference.json
+# (docs/ci.md, "Render reference"): a refactoring changes none; `render_reference.py update --reason ..` records a change.
+render-check: venv
+	@$(BIN)/python tests/tools/render_reference.py check
 
 # The plan gate (docs/ci.md): make plan compared with $(INVENTORY)/.plan-approved.json; plan-accept records it.
 plan-check: venv
@@ -132,10 +137,10 @@ quick-checks: venv
 	$(MAKE) --no-print-directory -j2 --output-sync=target changelog-lint docs-check lint
 
 heavy-checks: venv
-	$(MAKE) --no-print-directory -j2 --output-sync=target unit monitoring sanity parser
+	$(MAKE) --no-print-directory -j2 --output-sync=target unit monitoring sanity parser render-check
 
 checks: venv
-	$(MAKE) --no-print-directory -j2 --output-sync=target changelog-lint docs-check lint unit monitoring sanity parser
+	$(MAKE) --no-print-directory -j2 --output-sync=target changelog-lint docs-check lint unit monitoring sanity parser render-check
 
 # Cheap checks first so a typo fails in seconds; then the heavy checks (unit, monitoring, sanity, parser), the two
 # integration groups and molecule side by side (tests/tools/run-lab.sh, measured there): the lab suites leave most of
