@@ -367,51 +367,91 @@ FAILURES = (
 
 # Progress milestones: (name, texts). The parallel window (the stall detector's) opens and closes with the first
 # pair; their wording is each rule family's (profiles/sglang_releases.yml flags.parallel_begin / parallel_end, which
-# tests/sglang/test_log_catalogue.py compares with these).
+# tests/sglang/test_log_catalogue.py compares with these). Each source is the log call in the pinned release (0.5.23,
+# python/sglang/srt/..., file:line of the logger call); the start-up progress (module_utils/sglang_progress.py, the
+# lines sglang_server_wait prints) shows the ones PROGRESS names.
 MILESTONES = (
-    ('parallel_begin', [text(['Init parallel begin.'], 'sglang', when=('wording', 'parallel_begin'), source='distributed/bootstrap.py',
+    ('parallel_begin', [text(['Init parallel begin.'], 'sglang', when=('wording', 'parallel_begin'),
+                             source='distributed/bootstrap.py:115',
                              example='[2026-11-30 01:21:00 TP0] Init parallel begin.'),
                         text(['Init torch distributed begin.'], 'sglang', when=('wording', 'parallel_begin'),
-                             source='model_executor/model_runner.py init_torch_distributed',
+                             source='model_executor/model_runner.py init_torch_distributed (releases before 0.5.23)',
                              example='[2026-04-30 01:21:00 TP0] Init torch distributed begin.')]),
-    ('parallel_end', [text(['Init parallel ends.'], 'sglang', when=('wording', 'parallel_end'), source='distributed/bootstrap.py',
+    ('parallel_end', [text(['Init parallel ends.'], 'sglang', when=('wording', 'parallel_end'),
+                           source='distributed/bootstrap.py:190',
                            example='[2026-11-30 01:21:00 TP0] Init parallel ends. elapsed=1.52 s'),
                       text(['Init torch distributed ends.'], 'sglang', when=('wording', 'parallel_end'),
-                           source='model_executor/model_runner.py init_torch_distributed',
+                           source='model_executor/model_runner.py init_torch_distributed (releases before 0.5.23)',
                            example='[2026-04-30 01:21:00 TP0] Init torch distributed ends. mem usage=0.41 GB')]),
-    ('load_weight_begin', [text(['Load weight begin.'], 'sglang', source='model_executor/model_runner.py load_model',
+    ('load_weight_begin', [text(['Load weight begin.'], 'sglang', source='model_executor/model_runner.py:1273 load_model',
                                 example='[TP0] Load weight begin. avail mem=94.19 GB')]),
-    ('load_weight_end', [text(['Load weight end.'], 'sglang', source='model_executor/model_runner.py load_model',
+    # tqdm's bar on TP rank 0's stderr (tqdm.auto, bar_format utils/common.py:1414 BAR_FORMAT "{desc}:
+    # {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} ..."), one update per shard, each begun with a carriage
+    # return and the bar ended by one newline: journald stores it as a line at that newline (or when another process
+    # of the unit writes, journald-stream.c LINE_BREAK_PID_CHANGE), so the updates arrive in bursts.
+    ('weight_shards', [text([OneOf('Loading safetensors checkpoint shards', 'Multi-thread loading shards',
+                                   'Loading pt checkpoint shards', 'Multi-thread loading pt checkpoint shards'),
+                             ': ', Raw(r' *'), INT('percent'), '% Completed | ', INT('done'), '/', INT('total')],
+                            'sglang',
+                            source='model_loader/weight_utils.py:1164 safetensors_weights_iterator (also :1369 '
+                                   'multi-thread, :1410 and :1437 pt), bar_format utils/common.py:1414 BAR_FORMAT',
+                            example='Loading safetensors checkpoint shards:  50% Completed | 2/4 [00:01<00:01,  '
+                                    '1.73it/s]')]),
+    ('load_weight_end', [text(['Load weight end.'], 'sglang', source='model_executor/model_runner.py:1372 load_model',
                               example='[TP0] Load weight end. elapsed=95.31 s, type=Qwen3_5MoeForConditionalGeneration, '
                                       'avail mem=37.05 GB, mem usage=57.14 GB.')]),
-    ('mamba_cache', [text(['Mamba Cache is allocated.'], 'sglang', source='mem_cache/memory_pool.py',
+    ('mamba_cache', [text(['Mamba Cache is allocated.'], 'sglang', source='mem_cache/memory_pool.py:983 and :1004',
                           example='[TP0] Mamba Cache is allocated. max_mamba_cache_size: 111, conv_state size: 0.07GB, '
                                   'ssm_state size: 3.94GB ')]),
     ('kv_cache', [text(['KV Cache', ' ', 'is allocated', '.'], 'sglang',
-                       source='mem_cache/memory_pool.py _finalize_allocation_log ("{cache_name} is allocated")',
+                       source='mem_cache/memory_pool.py:2087 and :2095 _finalize_allocation_log ("{cache_name} is '
+                              'allocated")',
                        example='[TP0] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 715559, K size: 4.09 GB, '
                                'V size: 4.09 GB')]),
-    ('memory_pool_end', [text(['Memory pool end.'], 'sglang', source='mem_cache/kv_cache_configurator.py',
+    ('memory_pool_end', [text(['Memory pool end.'], 'sglang', source='mem_cache/kv_cache_configurator.py:498',
                               example='[TP0] Memory pool end. avail mem=20.21 GB')]),
-    ('cuda_graph_end', [text(['Capture ', ANY, ' ', OneOf('CUDA graph', 'cuda graph'), ' end.'], 'sglang',
-                             source='model_executor/model_runner_components/cuda_graph_setup.py, '
-                                    'speculative/eagle_worker_v2.py',
-                             example='[TP0] Capture target verify CUDA graph end. bs=[1, 2, 4, 8, 12, 16, 24], '
-                                     'elapsed=21.33 s, mem usage=1.85 GB, avail mem=17.68 GB.')]),
-    ('max_total_num_tokens', [text(['max_total_num_tokens=', INT()], 'sglang', source='managers/scheduler.py',
+    # The graph's name ("target verify", "draft decode") in the pinned release; none in older ones ("Capture cuda graph
+    # begin.").
+    ('cuda_graph_begin', [text(['Capture ', Raw(r'(?:(?P<graph>.+?) )?'), OneOf('CUDA graph', 'cuda graph'), ' begin.'],
+                               'sglang',
+                               source='model_executor/model_runner_components/cuda_graph_setup.py:684 (prefill) and '
+                                      ':758 (decode, verify), speculative/eagle_worker_v2.py:513 and :632',
+                               example='[TP0] Capture target verify CUDA graph begin. backend=full, '
+                                       'num_tokens_per_req=4, avail mem=19.53 GB')]),
+    ('cuda_graph_end', [text(['Capture ', Raw(r'(?:(?P<graph>.+?) )?'), OneOf('CUDA graph', 'cuda graph'), ' end.'],
+                            'sglang',
+                            source='model_executor/model_runner_components/cuda_graph_setup.py:695 (prefill) and '
+                                   ':787 (decode, verify), speculative/eagle_worker_v2.py:531 and :652',
+                            example='[TP0] Capture target verify CUDA graph end. bs=[1, 2, 4, 8, 12, 16, 24], '
+                                    'elapsed=21.33 s, mem usage=1.85 GB, avail mem=17.68 GB.')]),
+    ('max_total_num_tokens', [text(['max_total_num_tokens=', INT()], 'sglang', source='managers/scheduler.py:1269',
                                    example='[TP0] max_total_num_tokens=715559, chunked_prefill_size=8192, '
                                            'max_prefill_tokens=16384, max_running_requests=22, context_len=262144, '
                                            'available_gpu_mem=17.20 GB')]),
-    ('uvicorn_running', [text(['Uvicorn running on'], 'sglang', source='entrypoints/http_server.py',
+    ('uvicorn_running', [text(['Uvicorn running on'], 'sglang', source='entrypoints/http_server.py:3072',
                               example='INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)')]),
-    ('ready', [text(['The server is fired up and ready to roll!'], 'sglang', source='entrypoints/http_server.py',
+    ('ready', [text(['The server is fired up and ready to roll!'], 'sglang', source='entrypoints/http_server.py:2600',
                     example='[2026-11-30 01:21:01] The server is fired up and ready to roll!')]),
     # A node of rank >= 1 of a multi-node group: its schedulers are ready (weights loaded, graphs captured with the
     # whole group) and it starts its health stub, whose /health always answers 200 (entrypoints/engine.py:1234-1290).
     ('follower_ready', [text(['Dummy health check server started in background thread at ', WORD], 'sglang',
-                             source='utils/common.py launch_dummy_health_check_server',
+                             source='utils/common.py:3683 launch_dummy_health_check_server',
                              example='[2026-12-01 10:00:00] Dummy health check server started in background thread '
                                      'at 127.0.0.1:30000')]),
+)
+
+# The milestones the start-up progress reports (module_utils/sglang_progress.py), in start-up order, with the words
+# it prints; a repeat by the other TP ranks is one milestone, the shard bar one line per new percentage.
+PROGRESS = (
+    ('parallel_begin', 'parallel init (NCCL)'),
+    ('load_weight_begin', 'loading weights'),
+    ('weight_shards', 'weights'),
+    ('load_weight_end', 'weights loaded'),
+    ('kv_cache', 'KV cache allocated'),
+    ('cuda_graph_begin', 'capturing CUDA graphs'),
+    ('cuda_graph_end', 'CUDA graphs captured'),
+    ('ready', 'ready'),
+    ('follower_ready', 'ready (node of a TP group)'),
 )
 
 # The start-up lines whose numbers are compared with the plan (module_utils/sglang_startup.py), with named fields.
