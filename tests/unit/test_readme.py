@@ -4,11 +4,12 @@
 """The README a newcomer trusts: its install commands run as printed, offline, against a fresh collections path,
 and what its Requirements and License say is read back from the files it cites.
 
-The install test runs the fenced block of README.md that holds ``ansible-galaxy collection build``, line by line, with
-the venv's ansible-galaxy / ansible-doc, an empty ansible.cfg and a temporary collections path (so the checkout's own
-``.collections`` link cannot answer for the installed copy); ``build/`` is moved to a temporary directory. The
-installed copy then resolves its own example inventory with ``llmops.inference.deploy --tags always`` (the
-resolution and its summary, no host contacted), as the Quick start says. About 6 s here.
+The install test runs the fenced block of README.md that holds ``ansible-galaxy collection build`` as bash runs it,
+from the checkout, with the venv's tools first on PATH, no ANSIBLE_* variable of the caller and HOME in a temporary
+directory (ansible's defaults, ``~/.ansible/collections`` first, as on a fresh account); the block's ``/tmp`` is the
+test's own directory. ansible-doc must answer from the installed copy, and that copy then resolves its own example
+inventory with ``llmops.inference.deploy --tags always`` (the resolution and its summary, no host contacted), as the
+Quick start says. The git install runs the README's ``git+file://`` line with this checkout as the clone. About 7 s.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,7 +21,6 @@ import importlib.metadata
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 
@@ -60,23 +60,25 @@ def commands(block):
 
 
 def clean_env(tmp_path):
+    """No ANSIBLE_* of the caller (the Makefile exports the checkout's config and collections path), HOME in tmp_path:
+    ansible's defaults (~/.ansible/collections first) as on a fresh account, the venv's tools first on PATH."""
     env = {k: v for k, v in os.environ.items() if not k.startswith('ANSIBLE_')}
-    config = tmp_path / 'ansible.cfg'
-    config.write_text('[defaults]\n')
-    env.update(ANSIBLE_CONFIG=str(config), ANSIBLE_COLLECTIONS_PATH=str(tmp_path / 'collections'),
-               ANSIBLE_HOME=str(tmp_path / 'ansible-home'), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0')
+    home = tmp_path / 'home'
+    home.mkdir(exist_ok=True)
+    env.update(HOME=str(home), PATH=BIN + os.pathsep + env.get('PATH', ''), ANSIBLE_NOCOLOR='1')
     return env
 
 
-def run(argv, env, cwd=ROOT):
-    argv = [os.path.join(BIN, argv[0]) if argv[0].startswith('ansible') else argv[0]] + argv[1:]
-    result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0, '%s\n%s\n%s' % (' '.join(argv), result.stdout[-3000:], result.stderr[-3000:])
+def run(script, env, cwd):
+    """A README block (or one command) as bash runs it, the block's cd included; stops at the first failure."""
+    result = subprocess.run(['bash', '-euo', 'pipefail', '-c', script], cwd=str(cwd), env=env, capture_output=True,
+                            text=True, timeout=180, check=False)
+    assert result.returncode == 0, '%s\n%s\n%s' % (script, result.stdout[-3000:], result.stderr[-3000:])
     return result.stdout
 
 
 def installed(tmp_path):
-    return tmp_path / 'collections' / 'ansible_collections' / 'llmops' / 'inference'
+    return tmp_path / 'home' / '.ansible' / 'collections' / 'ansible_collections' / 'llmops' / 'inference'
 
 
 def test_the_readme_begins_with_make_plan_and_make_test():
@@ -90,15 +92,13 @@ def test_the_tarball_install_of_the_readme_works_offline(tmp_path):
     assert len(block) == 1, 'README.md: one block with the tarball install'
     lines = commands(block[0])
     version = load('galaxy.yml')['version']
-    assert 'ansible-galaxy collection install --offline build/llmops-inference-%s.tar.gz' % version in lines, lines
+    assert 'ansible-galaxy collection install --offline llmops-inference-%s.tar.gz' % version in lines, lines
+    assert lines[-1].startswith('ansible-doc llmops.inference.'), lines
+    # The block runs as printed from the checkout, its /tmp being this test's own directory.
+    script = '\n'.join(re.sub(r'(?<![\w/])/tmp(?![\w/])', str(tmp_path), line) for line in lines)
+    assert script != '\n'.join(lines), 'the block builds into /tmp and installs from there'
     env = clean_env(tmp_path)
-    doc = None
-    for line in lines:
-        argv = [str(tmp_path / a[len('build/'):]) if a.startswith('build/') else a for a in shlex.split(line)]
-        out = run(argv, env)
-        if argv[0] == 'ansible-doc':
-            doc = out
-    assert doc is not None, 'the block ends with an ansible-doc call'
+    doc = run(script, env, ROOT)
     # The documentation came from the installed copy, not from the checkout.
     assert str(installed(tmp_path) / 'plugins' / 'modules') in doc, doc[:400]
     manifest = json.loads((installed(tmp_path) / 'MANIFEST.json').read_text())
@@ -108,19 +108,19 @@ def test_the_tarball_install_of_the_readme_works_offline(tmp_path):
     # The Quick start's resolution-only run, from the installed copy and its own example inventory.
     assert 'ansible-playbook llmops.inference.deploy -i <inventory> --tags always' in README
     env['SGLANG_API_KEY'] = 'readme-test-key'
-    out = run(['ansible-playbook', 'llmops.inference.deploy', '-i', str(installed(tmp_path) / 'inventories' / 'example'),
-               '--tags', 'always'], env, cwd=str(tmp_path))
+    out = run('ansible-playbook llmops.inference.deploy -i %s --tags always'
+              % (installed(tmp_path) / 'inventories' / 'example'), env, tmp_path)
     recap = out[out.index('PLAY RECAP'):]
     assert re.search(r'sglang-ct\s+: ok=\d+ .*failed=0', recap), recap
     assert 'readme-test-key' not in out
 
 
 def test_the_git_install_of_the_readme_works(tmp_path):
-    assert re.search(r'^ansible-galaxy collection install git\+file:///\S+', README, re.M), 'README: the git+file form'
+    line = [c for b in fenced_blocks(README) for c in commands(b) if c.startswith('ansible-galaxy collection install git+file://')]
+    assert line == ['ansible-galaxy collection install git+file:///path/to/a/clone'], line
     if not os.path.isdir(os.path.join(ROOT, '.git')):
         pytest.skip('not a git checkout: nothing to install from git')
-    env = clean_env(tmp_path)
-    run(['ansible-galaxy', 'collection', 'install', 'git+file://' + ROOT], env, cwd=str(tmp_path))
+    run(line[0].replace('/path/to/a/clone', ROOT), clean_env(tmp_path), tmp_path)
     manifest = json.loads((installed(tmp_path) / 'MANIFEST.json').read_text())
     assert manifest['collection_info']['version'] == load('galaxy.yml')['version']
     assert (installed(tmp_path) / 'plugins' / 'modules' / 'gpu_info.py').is_file()
