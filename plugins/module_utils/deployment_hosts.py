@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.llmops.inference.plugins.module_utils.cpulist import CpuListError, format_cpulist, parse_cpulist
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
 
 SCHEMA = 1
@@ -60,6 +61,65 @@ def _gpus(settings, problems):
     return out
 
 
+def numa_cpus(raw):
+    """llmops_host_numa_cpus -> ({node: CPU list as the kernel prints it}, [(key, value, rule, fix)]).
+
+    Keys are NUMA node numbers (YAML ints, or digit strings as -e JSON gives them), values CPU lists in the kernel's
+    format. Invalid entries are left out of the map and reported (the Proxmox host's own resolution refuses them)."""
+    out, errors = {}, []
+    if raw is None:
+        return out, errors
+    for key, value in sorted(raw.items(), key=lambda item: str(item[0])):
+        where = 'llmops_host_numa_cpus.%s' % key
+        node = key if isinstance(key, int) and not isinstance(key, bool) else None
+        if node is None and isinstance(key, str) and key.isdigit():
+            node = int(key)
+        if node is None:
+            errors.append((where, key, 'keys are NUMA node numbers', "e.g. {0: '0-63,128-191'}"))
+            continue
+        try:
+            intervals = parse_cpulist(value if isinstance(value, str) else str(value))
+        except CpuListError as exc:
+            errors.append((where, value, str(exc), 'copy it from /sys/devices/system/node/node%d/cpulist on the host'
+                           % node))
+            continue
+        if not intervals:
+            errors.append((where, value, 'a NUMA node with GPUs has CPUs', 'copy it from /sys/devices/system/node/'
+                           'node%d/cpulist on the host' % node))
+            continue
+        out[node] = format_cpulist(intervals)
+    return out, errors
+
+
+def container_cpuset(requested, node_cpus, nodes, host):
+    """The container's cpuset, decided once: {source, cpus, mems, origin}, and the (rule, fix) of a refusal or None.
+
+    ``requested``: lxc_gpu_cpuset of the container (auto, '' or a CPU list); ``node_cpus``: numa_cpus() of its
+    Proxmox host; ``nodes``: the NUMA nodes of the container's GPUs (llmops_host_gpus). ``auto`` is the union of the
+    nodes' CPU lists as cpuset.cpus and the nodes as cpuset.mems, what the GPUs' local_cpulist and numa_node give on
+    the host (the deploy compares the two)."""
+    if requested == 'auto':
+        missing = [n for n in nodes if n not in node_cpus]
+        if missing or not nodes:
+            return None, ('lxc_gpu_cpuset auto pins the container to the CPUs of its GPUs\' NUMA node(s) %s, and '
+                          'llmops_host_numa_cpus of %s gives none for node(s) %s' % (nodes, host, missing or nodes),
+                          "set llmops_host_numa_cpus of %s, e.g. {%d: '<cpulist>'} with the output of `cat "
+                          "/sys/devices/system/node/node%d/cpulist` there (the local_cpulist of `ansible %s -m "
+                          "llmops.inference.gpu_info`), or lxc_gpu_cpuset: '' to leave the container on every CPU"
+                          % (host, (missing or nodes or [0])[0], (missing or nodes or [0])[0], host))
+        cpus = format_cpulist([i for n in nodes for i in parse_cpulist(node_cpus[n])])
+        origin = 'llmops_host_numa_cpus of %s (%s)' % (host, ', '.join('node %d: %s' % (n, node_cpus[n]) for n in nodes))
+        return dict(source='auto', cpus=cpus, mems=format_cpulist([(n, n) for n in nodes]), origin=origin), None
+    if requested == '':
+        return dict(source='none', cpus=None, mems=None, origin="lxc_gpu_cpuset: ''"), None
+    try:
+        parse_cpulist(requested)
+    except CpuListError as exc:
+        return None, (str(exc), "give a CPU list such as 0-31,64-95, auto (the CPUs of the GPUs' NUMA node) or '' "
+                      '(no cpuset)')
+    return dict(source='explicit', cpus=requested.strip(), mems=None, origin='lxc_gpu_cpuset'), None
+
+
 def _device_addresses(variables, gpus, driver, keep):
     """Addresses the gpu_partition device lists send to vfio-pci (address entries and NUMA selectors)."""
     out = {}
@@ -83,6 +143,9 @@ def resolve_proxmox(ctx):
     problems = ctx.get('problems') or Problems(ctx['host'])
     settings, variables = ctx['settings'], ctx.get('variables') or {}
     gpus = _gpus(settings, problems)
+    node_cpus, errors = numa_cpus(settings.get('llmops_host_numa_cpus'))
+    for where, value, rule, fix in errors:
+        problems.add(where, value, rule, fix)
     nvidia, vfio = settings['llmops_host_nvidia_numa_nodes'] or [], settings['llmops_host_vfio_numa_nodes'] or []
     nodes = sorted(set(g['numa_node'] for g in gpus))
     both = sorted(set(nvidia) & set(vfio))
@@ -135,5 +198,6 @@ def resolve_proxmox(ctx):
     deployment = dict(schema=SCHEMA, kind='proxmox_host', host=ctx['host'], gpus=gpus, gpu_profile=profile,
                       nvidia_numa_nodes=nvidia, vfio_numa_nodes=vfio, vfio_addresses=vfio_addresses,
                       nvidia_addresses=nvidia_addresses, sev_snp=bool(settings['llmops_host_sev_snp']),
+                      numa_cpus=dict(('%d' % n, c) for n, c in sorted(node_cpus.items())),
                       nccl_p2p_trusted=settings['llmops_nccl_p2p_trusted'], containers=containers)
     return deployment, problems

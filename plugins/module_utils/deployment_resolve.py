@@ -132,6 +132,8 @@ def _server(request, loader, settings, sources, problems):
     ctx = dict(host=request['host'], groups=request['groups'], settings=settings, sources=sources,
                record=dict(dir=posixpath.join(record_dir, request['host']), load=loader.load),
                profiles=profiles, lxc_vars=lxc_vars, api_key=request.get('api_key') or '',
+               # The container's own lxc_gpu role variables the resolver decides from (its GPUs, its cpuset).
+               lxc_role=dict((k, v) for k, v in request['variables'].items() if k in ('lxc_gpu_addresses', 'lxc_gpu_cpuset')),
                p2p_verdict=request.get('p2p_verdict') or '', require_secrets=request.get('require_secrets', True),
                model_lock=lock, model_lock_file=lock_file, model_commit=request.get('model_commit') or None,
                problems=problems)

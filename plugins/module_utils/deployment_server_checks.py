@@ -17,6 +17,7 @@ import re
 
 from ansible_collections.llmops.inference.plugins.module_utils import model_revision
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, nearest
+from ansible_collections.llmops.inference.plugins.module_utils.deployment_hosts import container_cpuset, numa_cpus
 
 REPO = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$')
 REVISION = re.compile(r'^[A-Za-z0-9._/-]{1,255}$')
@@ -218,7 +219,44 @@ def check_lxc(ctx, settings, tp, problems):
         if tp is not None and pve.get('llmops_host_gpus') and len(cards) < tp:
             problems.add('llmops_lxc_numa_node', node, 'NUMA node %d of %s has %d GPU(s), TP %d needs %d'
                          % (node, host, len(cards), tp, tp), 'lower llmops_tp_size or use another node')
-    return dict(host=host, ctid=ctid, numa_node=node)
+    addresses, cpuset = _container_gpus(ctx, settings, host, node, problems)
+    return dict(host=host, ctid=ctid, numa_node=node, addresses=addresses, cpuset=cpuset)
+
+
+def _container_gpus(ctx, settings, host, node, problems):
+    """(the container's GPU addresses, its cpuset) from its Proxmox host's llmops_host_gpus / llmops_host_numa_cpus
+    and its lxc_gpu_addresses / lxc_gpu_cpuset; refuses GPU indices the container does not have.
+
+    The container gets /dev/nvidiaN of exactly these GPUs, and CUDA inside numbers the GPUs it can open 0..n-1 in bus
+    order whatever their host minors: an index >= n in CUDA_VISIBLE_DEVICES names no GPU of the container."""
+    pve, role = ctx.get('lxc_vars'), ctx.get('lxc_role') or {}
+    if pve is None or node is None:
+        return [], None
+    known = dict((g.get('address'), g.get('numa_node')) for g in (pve.get('llmops_host_gpus') or [])
+                 if isinstance(g, dict))
+    extra = [a for a in (role.get('lxc_gpu_addresses') or []) if isinstance(a, str)]
+    addresses = sorted(set([a for a, n in known.items() if n == node] + extra))
+    indices = settings['llmops_gpu_indices'] or []
+    beyond = [i for i in indices if isinstance(i, int) and i >= len(addresses)]
+    if known and addresses and beyond:
+        problems.add('llmops_gpu_indices', indices, 'the container gets %d GPU(s) of %s (%s), passed through as their '
+                     '/dev/nvidiaN nodes, which CUDA inside numbers 0-%d whatever their minors on the host: '
+                     'CUDA_VISIBLE_DEVICES=%s names %s, which the container does not have'
+                     % (len(addresses), host, ', '.join(addresses) or 'none', len(addresses) - 1,
+                        ','.join(str(i) for i in indices), ', '.join(str(i) for i in beyond)),
+                     'use indices 0-%d (e.g. %s), or give the container those GPUs (llmops_lxc_numa_node, '
+                     'lxc_gpu_addresses)' % (len(addresses) - 1, list(range(min(len(indices), len(addresses))))))
+    given = pve.get('llmops_host_numa_cpus') if isinstance(pve.get('llmops_host_numa_cpus'), dict) else None
+    node_cpus, invalid = numa_cpus(given)
+    nodes = sorted(set(known[a] for a in addresses if isinstance(known.get(a), int)))
+    # null is '' to the role too (no cpuset lines).
+    requested = role.get('lxc_gpu_cpuset', 'auto')
+    requested = '' if requested is None else str(requested)
+    cpuset, refusal = container_cpuset(requested, node_cpus, nodes, host)
+    # auto with an invalid entry in the map: the Proxmox host's own resolution refuses that entry.
+    if refusal and not (requested == 'auto' and invalid):
+        problems.add('lxc_gpu_cpuset', requested, refusal[0], refusal[1])
+    return addresses, cpuset
 
 
 def facts_of_host(ctx, settings):

@@ -29,6 +29,9 @@ PASSED_BY_PLAYBOOKS = {
     'lxc_gpu_pve_host': 'llmops_lxc_host',
     'lxc_gpu_ctid': 'llmops_lxc_ctid',
     'lxc_gpu_numa_node': 'llmops_lxc_numa_node',
+    'lxc_gpu_cpuset_mems': "lxc_gpu_cpuset (auto: from the Proxmox host's llmops_host_numa_cpus)",
+    'lxc_gpu_cpuset_verify': "lxc_gpu_cpuset (auto: from the Proxmox host's llmops_host_numa_cpus)",
+    'lxc_gpu_cpuset_origin': "lxc_gpu_cpuset (auto: from the Proxmox host's llmops_host_numa_cpus)",
     'gpu_partition_vfio_numa_nodes': 'llmops_host_vfio_numa_nodes',
     'gpu_partition_host_numa_nodes': 'llmops_host_nvidia_numa_nodes',
     'sglang_server_deployment': 'the llmops_* variables (it is the resolved llmops_deployment)',
@@ -257,6 +260,14 @@ VARIABLES = [
        scope='proxmox', group=_PVE),
     _v('llmops_host_vfio_numa_nodes', 'list', [],
        'NUMA nodes whose GPUs go to vfio-pci for VM passthrough.', elements='int', scope='proxmox', group=_PVE),
+    _v('llmops_host_numa_cpus', 'dict', None,
+       "The CPUs of each NUMA node that holds GPUs, in the kernel's CPU list format: {0: '0-63,128-191', 1: "
+       "'64-127,192-255'}, as /sys/devices/system/node/node<N>/cpulist and each GPU's local_cpulist "
+       '(llmops.inference.gpu_info) print them. A container with lxc_gpu_cpuset auto (the default) is pinned to the '
+       "CPUs and memory of its GPUs' nodes from this map, in make plan and the deploy alike (the container's "
+       'lxc.cgroup2.cpuset lines, the unit\'s CPUAffinity=/NUMAMask=), and the deploy refuses a host whose sysfs '
+       "disagrees before anything changes. null: such a container is refused (lxc_gpu_cpuset: '' opts out).",
+       scope='proxmox', group=_PVE),
     _v('llmops_host_sev_snp', 'bool', False,
        'SEV-SNP is on (a Proxmox host, or a bare-metal server): GPU peer-to-peer DMA is not trusted and '
        'NCCL_P2P_DISABLE=1 is rendered unless a P2P check verdict says otherwise.', scope='any', group=_PVE),

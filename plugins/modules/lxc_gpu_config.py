@@ -123,6 +123,23 @@ options:
         kernel's default, all memory nodes).
       - With O(state=absent) a given O(cpuset) removes the cpuset lines whatever its value.
     type: str
+  cpuset_mems:
+    description:
+      - The C(lxc.cgroup2.cpuset.mems) value written with a CPU list in O(cpuset), for example V(0) (NUMA nodes in
+        the same list format). Omitted or empty, no C(mems) line is written. Only with a CPU list in O(cpuset).
+    type: str
+  cpuset_verify:
+    description:
+      - With a CPU list in O(cpuset) (and O(cpuset_mems)) decided elsewhere, for example by the resolver from the
+        inventory's topology, fail before anything is written unless they are exactly what V(auto) finds below
+        O(root) for these GPUs (the union of their C(local_cpulist) and their NUMA nodes). The message names both
+        and O(cpuset_origin).
+    type: bool
+    default: false
+  cpuset_origin:
+    description: Where the CPU list in O(cpuset) was decided (for example the inventory variable), named in the
+      refusal of O(cpuset_verify) as the value to correct.
+    type: str
 notes:
   - Comment lines in a PVE config are the container's description, so the managed lines carry no marker comment.
   - Proxmox's pvestatd leaves the CPUs of a container with its own C(lxc.cgroup2.cpuset.cpus) alone (it no longer picks
@@ -154,6 +171,15 @@ EXAMPLES = r"""
     path: /etc/pve/lxc/101.conf
     numa_node: 0
     cpuset: auto
+
+- name: A cpuset decided from the inventory, refused when the host's GPUs are local to other CPUs
+  llmops.inference.lxc_gpu_config:
+    path: /etc/pve/lxc/101.conf
+    numa_node: 0
+    cpuset: 0-63,128-191
+    cpuset_mems: "0"
+    cpuset_verify: true
+    cpuset_origin: "llmops_host_numa_cpus of pve1 (node 0: 0-63,128-191)"
 
 - name: Render offline from fixtures (plan)
   llmops.inference.lxc_gpu_config:
@@ -200,6 +226,12 @@ cpuset:
       type: str
       returned: always
       sample: "0000:00:06.0 has no NUMA node (numa_node -1: the firmware reports no affinity)"
+    verified:
+      description: Whether O(cpuset_verify) compared the given CPU list with the GPUs' C(local_cpulist) and NUMA
+        nodes (and found them equal; a difference fails).
+      type: bool
+      returned: always
+      sample: true
 gpus:
   description: The container's GPUs, sorted by minor.
   returned: always
@@ -252,6 +284,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.inference.plugins.module_utils.cpulist import (
     CpuListError,
+    format_cpulist,
     gpu_cpuset,
     parse_cpulist,
 )
@@ -332,15 +365,19 @@ def host_minors(sysfs):
     return sorted(minors)
 
 
-def resolve_cpuset(sysfs, gpus, cpuset):
-    """The cpuset result dict for the resolved ``gpus`` and the O(cpuset) value (not None): source, cpus, mems, reason.
+def resolve_cpuset(sysfs, gpus, cpuset, mems=None):
+    """The cpuset result dict for the resolved ``gpus`` and the O(cpuset) value (not None): source, cpus, mems, reason,
+    verified (False; verify_cpuset() sets it).
 
     Raises CpuListError for an explicit value that is not a CPU list."""
     if cpuset == '':
-        return {'source': 'none', 'cpus': None, 'mems': None, 'reason': None}
+        return {'source': 'none', 'cpus': None, 'mems': None, 'reason': None, 'verified': False}
     if cpuset != 'auto':
         parse_cpulist(cpuset)
-        return {'source': 'explicit', 'cpus': cpuset.strip(), 'mems': None, 'reason': None}
+        if mems:
+            parse_cpulist(mems)
+        return {'source': 'explicit', 'cpus': cpuset.strip(), 'mems': (mems or '').strip() or None, 'reason': None,
+                'verified': False}
     described = []
     for address, minor, numa in gpus:
         if address is None:
@@ -352,7 +389,28 @@ def resolve_cpuset(sysfs, gpus, cpuset):
     reason = None
     if implied['problems']:
         reason = '; '.join(implied['problems'])
-    return {'source': 'auto', 'cpus': implied['cpus'], 'mems': implied['mems'], 'reason': reason}
+    return {'source': 'auto', 'cpus': implied['cpus'], 'mems': implied['mems'], 'reason': reason, 'verified': False}
+
+
+def verify_cpuset(sysfs, gpus, given, origin, path):
+    """None when the explicit cpuset ``given`` (resolve_cpuset's dict) is what the GPUs' local_cpulist and NUMA
+    nodes below the sysfs root give; otherwise the refusal's text, naming both, where the given one came from and
+    the fix."""
+    found = resolve_cpuset(sysfs, gpus, 'auto')
+    names = ', '.join(gpu[0] or '/dev/nvidia%d' % gpu[1] for gpu in gpus)
+    where = origin or 'the cpuset option'
+    if found['reason']:
+        return ('cpuset_verify: %s says CPUs %s, memory node(s) %s, but the GPUs below %s cannot confirm it: %s. Nothing '
+                'was changed in %s.' % (where, given['cpus'], given['mems'] or '(none)', sysfs.root, found['reason'], path))
+    same_cpus = format_cpulist(parse_cpulist(given['cpus'])) == found['cpus']
+    same_mems = given['mems'] is None or format_cpulist(parse_cpulist(given['mems'])) == found['mems']
+    if same_cpus and same_mems:
+        return None
+    return ('cpuset_verify: %s says CPUs %s, memory node(s) %s, but the GPUs %s below %s are local to CPUs %s on NUMA '
+            'node(s) %s (their local_cpulist and numa_node in sys/bus/pci/devices). Fix: correct %s to what the host '
+            'has (or the GPU selection, if these are the wrong cards). Nothing was changed in %s.'
+            % (where, given['cpus'], given['mems'] or '(none)', names, sysfs.root, found['cpus'], found['mems'],
+               where, path))
 
 
 def main():
@@ -376,6 +434,9 @@ def main():
             state_file=dict(type='path'),
             create=dict(type='bool', default=False),
             cpuset=dict(type='str'),
+            cpuset_mems=dict(type='str'),
+            cpuset_verify=dict(type='bool', default=False),
+            cpuset_origin=dict(type='str'),
         ),
         supports_check_mode=True,
     )
@@ -385,13 +446,22 @@ def main():
     manage_cpuset = cpuset is not None
     result = dict(changed=False, path=path, lines=[], gpus=[], uvm_major=None, host_nvidia_minors=[],
                   missing_device_nodes=[],
-                  cpuset={'source': 'none' if manage_cpuset else 'unmanaged', 'cpus': None, 'mems': None, 'reason': None})
+                  cpuset={'source': 'none' if manage_cpuset else 'unmanaged', 'cpus': None, 'mems': None, 'reason': None,
+                          'verified': False})
     if manage_cpuset and params['state'] == 'present' and cpuset not in ('', 'auto'):
         try:
             parse_cpulist(cpuset)
         except CpuListError as exc:
             module.fail_json(msg='cpuset: %s, or auto (the CPUs local to the GPUs) or an empty string (no cpuset). '
                              'Nothing was changed in %s.' % (exc, path), **result)
+        try:
+            parse_cpulist(params['cpuset_mems'] or '')
+        except CpuListError as exc:
+            module.fail_json(msg='cpuset_mems: %s (NUMA node numbers, e.g. 0 or 0-1). Nothing was changed in %s.'
+                             % (exc, path), **result)
+    elif params['cpuset_mems'] or params['cpuset_verify']:
+        module.fail_json(msg='cpuset_mems and cpuset_verify go with a CPU list in cpuset (got cpuset %r)' % (cpuset,),
+                         **result)
 
     text = _read(path)
     if text is None:
@@ -428,10 +498,15 @@ def main():
                                  include_modeset=params['include_modeset'])
             pairs = render_lines(nodes, params['mode'], gid=params['gid'], uid=params['uid'], dev_mode=params['dev_mode'])
             if manage_cpuset:
-                result['cpuset'] = resolve_cpuset(sysfs, gpus, cpuset)
+                result['cpuset'] = resolve_cpuset(sysfs, gpus, cpuset, params['cpuset_mems'])
                 pairs.extend(render_cpuset(result['cpuset']['cpus'], result['cpuset']['mems']))
         except (ValueError, PciAddressError, LxcConfigError) as exc:
             module.fail_json(msg=str(exc), **result)
+        if params['cpuset_verify']:
+            refusal = verify_cpuset(sysfs, gpus, result['cpuset'], params['cpuset_origin'], path)
+            if refusal:
+                module.fail_json(msg=refusal, **result)
+            result['cpuset']['verified'] = True
         if result['cpuset']['reason']:
             module.warn('cpuset auto: %s, so no lxc.cgroup2.cpuset lines are written for %s (the container may run on '
                         'any CPU). Give cpuset as a CPU list to pin it anyway, or an empty string to opt out.'

@@ -349,6 +349,18 @@ ROLE_OPTIONS = json.loads(r'''
    "default": "auto",
    "type": "str"
   },
+  "lxc_gpu_cpuset_mems": {
+   "default": "",
+   "type": "str"
+  },
+  "lxc_gpu_cpuset_origin": {
+   "default": "",
+   "type": "str"
+  },
+  "lxc_gpu_cpuset_verify": {
+   "default": false,
+   "type": "bool"
+  },
   "lxc_gpu_ct_rootfs": {
    "default": "",
    "type": "str"

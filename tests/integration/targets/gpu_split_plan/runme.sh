@@ -25,6 +25,8 @@ dev3: /dev/nvidia3
 dev4: /dev/nvidiactl
 dev5: /dev/nvidia-uvm
 dev6: /dev/nvidia-uvm-tools
+lxc.cgroup2.cpuset.cpus: 0-63,128-191
+lxc.cgroup2.cpuset.mems: 0
 CONF
 # Nothing below the fixture root was written by the plan (no driverctl state, no override).
 test ! -e "$out/seed.sysfs/pve1/seed_pve_8x_rtx6000_presplit/etc"
@@ -49,3 +51,15 @@ if ansible-playbook "$root/playbooks/plan_gpu_split.yml" -i "$root/inventories/e
   exit 1
 fi
 grep -q 'IOMMU group 14 of 0000:03:00.0 also holds 0000:04:00.0 \[8086:1572' "$out/shared.log"
+
+# The cpuset is decided from the inventory (llmops_host_numa_cpus); a sysfs tree whose GPUs are local to other CPUs
+# fails the plan with both lists, as lxc_gpu_cpuset_verify fails the deploy.
+if ansible-playbook "$root/playbooks/plan_gpu_split.yml" -i "$root/inventories/example" -e "llmops_plan_output_dir=$out/swap" \
+    -e '{"llmops_host_numa_cpus": {"0": "64-127,192-255", "1": "0-63,128-191"}}' >"$out/swap.log" 2>&1; then
+  cat "$out/swap.log"
+  echo "the plan accepted a NUMA CPU list the sysfs tree contradicts" >&2
+  exit 1
+fi
+tr -s ' \n' ' ' <"$out/swap.log" | grep -qF 'llmops_host_numa_cpus of pve1 (node 0: 64-127,192-255) says CPUs 64-127,192-255, memory node(s) 0, but the GPUs 0000:01:00.0, 0000:21:00.0, 0000:41:00.0, 0000:61:00.0 below'
+tr -s ' \n' ' ' <"$out/swap.log" | grep -qF 'are local to CPUs 0-63,128-191 on NUMA node(s) 0'
+test ! -e "$out/swap/sglang-ct/lxc_gpu.conf"

@@ -120,7 +120,7 @@ def test_cpuset_auto_from_the_gpus_local_cpulist(sysfs_roots, conf, module_calls
     state = str(tmp_path / 'state' / '101.json')
     kind, result = run_module(base(sysfs_roots, conf, numa_node=0, cpuset='auto', state_file=state))
     assert kind is AnsibleExitJson, result
-    assert result['cpuset'] == {'source': 'auto', 'cpus': '0-63,128-191', 'mems': '0', 'reason': None}
+    assert result['cpuset'] == {'source': 'auto', 'cpus': '0-63,128-191', 'mems': '0', 'reason': None, 'verified': False}
     assert result['lines'][-2:] == CPUSET_LINES and result['lines'][0] == 'dev1: /dev/nvidia0'
     # After the last line of the main section (no lxc.* GPU lines to take the place of), before the snapshot.
     assert 'lxc.apparmor.profile: unconfined\n%s\n\n[snap1]\n' % '\n'.join(CPUSET_LINES) in read(conf)
@@ -132,7 +132,8 @@ def test_cpuset_auto_from_the_gpus_local_cpulist(sysfs_roots, conf, module_calls
     assert unmanaged['lines'] == result['lines'][:-2]
     # Opted out: they go, the device lines stay.
     kind, off = run_module(base(sysfs_roots, conf, numa_node=0, cpuset='', state_file=state))
-    assert off['changed'] is True and off['cpuset'] == {'source': 'none', 'cpus': None, 'mems': None, 'reason': None}
+    assert off['changed'] is True and off['cpuset'] == {'source': 'none', 'cpus': None, 'mems': None, 'reason': None,
+                                                        'verified': False}
     assert 'cpuset' not in read(conf) and off['lines'] == result['lines'][:-2]
 
 
@@ -140,7 +141,8 @@ def test_cpuset_explicit_list_replaces_auto(sysfs_roots, conf, module_calls):
     run_module(base(sysfs_roots, conf, addresses=['0000:21:00.0'], cpuset='auto'))
     kind, result = run_module(base(sysfs_roots, conf, addresses=['0000:21:00.0'], cpuset='0-31,128-159'))
     assert result['changed'] is True
-    assert result['cpuset'] == {'source': 'explicit', 'cpus': '0-31,128-159', 'mems': None, 'reason': None}
+    assert result['cpuset'] == {'source': 'explicit', 'cpus': '0-31,128-159', 'mems': None, 'reason': None,
+                                'verified': False}
     text = read(conf)
     assert 'lxc.cgroup2.cpuset.cpus: 0-31,128-159\n' in text and 'cpuset.mems' not in text
 
@@ -186,3 +188,47 @@ def test_cpuset_raw_mode_and_state_absent(sysfs_roots, conf, module_calls):
                                                'bind,optional,create=file\n' + '\n'.join(CPUSET_LINES) + '\n')
     kind, result = run_module(base(sysfs_roots, conf, state='absent', cpuset='auto'))
     assert result['changed'] is True and result['cpuset']['source'] == 'none' and read(conf) == CONF
+
+
+def test_cpuset_verify_writes_the_planned_lines_when_the_host_agrees(sysfs_roots, conf, module_calls):
+    # The plan's decision (the resolver's, from llmops_host_numa_cpus) written as given, after the host's GPUs'
+    # local_cpulist and numa_node said the same; the lines are those of cpuset auto on the same host.
+    kind, auto = run_module(base(sysfs_roots, conf, numa_node=0, cpuset='auto', _ansible_check_mode=True))
+    kind, result = run_module(base(sysfs_roots, conf, numa_node=0, cpuset='0-63,128-191', cpuset_mems='0',
+                                   cpuset_verify=True, cpuset_origin='llmops_host_numa_cpus of pve1'))
+    assert kind is AnsibleExitJson, result
+    assert result['cpuset'] == {'source': 'explicit', 'cpus': '0-63,128-191', 'mems': '0', 'reason': None,
+                                'verified': True}
+    assert result['lines'] == auto['lines'] and result['lines'][-2:] == CPUSET_LINES
+    assert read(conf).count('lxc.cgroup2.cpuset.') == 2
+
+
+@pytest.mark.parametrize('cpus, mems, found', [
+    ('64-127,192-255', '1', 'are local to CPUs 0-63,128-191 on NUMA node(s) 0'),
+    ('0-63', '0', 'are local to CPUs 0-63,128-191 on NUMA node(s) 0'),
+    ('0-63,128-191', '1', 'are local to CPUs 0-63,128-191 on NUMA node(s) 0'),
+])
+def test_cpuset_verify_refuses_a_host_that_disagrees(sysfs_roots, conf, module_calls, cpus, mems, found):
+    kind, result = run_module(base(sysfs_roots, conf, numa_node=0, cpuset=cpus, cpuset_mems=mems, cpuset_verify=True,
+                                   cpuset_origin='llmops_host_numa_cpus of pve1'))
+    assert kind is AnsibleFailJson
+    assert result['msg'].startswith('cpuset_verify: llmops_host_numa_cpus of pve1 says CPUs %s, memory node(s) %s, '
+                                    'but the GPUs 0000:21:00.0, 0000:61:00.0, 0000:01:00.0, 0000:41:00.0 below '
+                                    % (cpus, mems))
+    assert found in result['msg'] and 'Fix: correct llmops_host_numa_cpus of pve1' in result['msg']
+    assert read(conf) == CONF
+
+
+def test_cpuset_verify_refuses_gpus_without_affinity(sysfs_roots, conf, module_calls):
+    kind, result = run_module(base(sysfs_roots, conf, root=sysfs_roots['h200_real'], addresses=['0000:00:06.0'],
+                                   cpuset='0-31', cpuset_mems='0', cpuset_verify=True, check_device_nodes=False))
+    assert kind is AnsibleFailJson and 'cannot confirm it: 0000:00:06.0 has no NUMA node' in result['msg']
+    assert read(conf) == CONF
+
+
+def test_cpuset_mems_and_verify_need_a_cpu_list(sysfs_roots, conf, module_calls):
+    kind, result = run_module(base(sysfs_roots, conf, numa_node=0, cpuset='auto', cpuset_verify=True))
+    assert kind is AnsibleFailJson and result['msg'].startswith('cpuset_mems and cpuset_verify go with a CPU list')
+    kind, result = run_module(base(sysfs_roots, conf, numa_node=0, cpuset='0-3', cpuset_mems='node0'))
+    assert kind is AnsibleFailJson and result['msg'].startswith("cpuset_mems: 'node0' is not a CPU list")
+    assert read(conf) == CONF
