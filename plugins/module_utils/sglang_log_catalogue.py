@@ -448,8 +448,8 @@ PROGRESS = (
     ('weight_shards', 'weights'),
     ('load_weight_end', 'weights loaded'),
     ('kv_cache', 'KV cache allocated'),
-    ('cuda_graph_begin', 'capturing CUDA graphs'),
-    ('cuda_graph_end', 'CUDA graphs captured'),
+    ('cuda_graph_begin', 'capturing CUDA graph'),
+    ('cuda_graph_end', 'CUDA graph captured'),
     ('ready', 'ready'),
     ('follower_ready', 'ready (node of a TP group)'),
 )

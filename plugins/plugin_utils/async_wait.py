@@ -58,6 +58,14 @@ class AsyncWaitAction(ActionBase):
     def progress_line(self, host, label, text, elapsed):
         return '[%s] %s%s (%s elapsed)' % (host, label + ' ' if label else '', text, fmt_duration(elapsed))
 
+    def report_progress(self, host, label, path, task_vars, now, elapsed, due):
+        """Called at every poll; prints what there is to print and says whether it printed. ``due``: the print
+        interval has passed since the last line. By default one progress_text line per interval."""
+        if not due:
+            return False
+        display.display(self.progress_line(host, label, self.progress_text(path, task_vars, now), elapsed))
+        return True
+
     def timeout_msg(self, jid, label, path, elapsed):
         return 'async job %s still running after %s; it keeps running on the host (see %s)' % (
             jid, fmt_duration(elapsed), path)
@@ -78,34 +86,37 @@ class AsyncWaitAction(ActionBase):
             'timeout': {'type': 'int', 'default': 86400},
             'label': {'type': 'str'},
         })
-        path = args[self.PROGRESS_OPTION]
         interval = min(max(args['interval'], 1), MAX_INTERVAL)
+        label = args['label'] or self.DEFAULT_LABEL or ''
+        result.update(self.wait_for_job(args['jid'], args[self.PROGRESS_OPTION], task_vars, interval,
+                                        args['timeout'], label))
+        return result
+
+    def wait_for_job(self, jid, path, task_vars, interval, timeout, label, max_poll=None):
+        """Poll async job ``jid`` until it finishes, calling report_progress at every poll (polls at most
+        ``max_poll`` seconds apart, default ``interval``); the job's own result (the async keys removed, plus
+        wait_seconds), or a failure (job not found, ``timeout`` passed)."""
         async_dir = self._remote_expand_user(self.get_shell_option('async_dir', default='~/.ansible_async'))
         host = (task_vars or {}).get('inventory_hostname', '?')
-        label = args['label'] or self.DEFAULT_LABEL or ''
         started = time.time()
         next_print = started + interval
         poll = self.FIRST_POLL
         while True:
-            status = self._status(args['jid'], async_dir, task_vars)
+            status = self._status(jid, async_dir, task_vars)
             if status.get('finished'):
                 break
             if status.get('failed') and not status.get('started'):
-                status['msg'] = 'async job %s: %s' % (args['jid'], status.get('msg', 'not found'))
-                return dict(result, **status)
+                status['msg'] = 'async job %s: %s' % (jid, status.get('msg', 'not found'))
+                return status
             now = time.time()
-            if now - started > args['timeout']:
-                return dict(result, failed=True, ansible_job_id=args['jid'],
-                            msg=self.timeout_msg(args['jid'], label, path, now - started))
-            if now >= next_print:
-                text = self.progress_text(path, task_vars, now)
-                display.display(self.progress_line(host, label, text, now - started))
+            if now - started > timeout:
+                return dict(failed=True, ansible_job_id=jid, msg=self.timeout_msg(jid, label, path, now - started))
+            if self.report_progress(host, label, path, task_vars, now, now - started, now >= next_print):
                 next_print = now + interval
             time.sleep(min(poll, max(0.2, next_print - time.time())))
-            poll = min(poll * 2, interval)
-        self._status(args['jid'], async_dir, task_vars, mode='cleanup')
+            poll = min(poll * 2, max_poll or interval)
+        self._status(jid, async_dir, task_vars, mode='cleanup')
         for key in ASYNC_KEYS:
             status.pop(key, None)
-        result.update(status)
-        result['wait_seconds'] = round(time.time() - started, 1)
-        return result
+        status['wait_seconds'] = round(time.time() - started, 1)
+        return status

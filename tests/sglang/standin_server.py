@@ -30,6 +30,8 @@ Env: SGLANG_STANDIN_SCENARIO, SGLANG_STANDIN_DELAY (seconds between lines, defau
      tests/fixtures/sglang_startup/ of the checkout: NOT from plan.json; the pool lines are what the pinned SGLang's
      own pool code printed for the seed's command line, tests/sglang/make_startup_fixture.py says how).
      SGLANG_STANDIN_METRICS (JSON file: the release's metrics table; /metrics answers 500 without it).
+     SGLANG_STANDIN_SHARDS (checkpoint shards of each weight load, default 4): the shard bar as SGLang's tqdm prints
+     it, one shard per SGLANG_STANDIN_DELAY, then the graph captures one per delay (the start-up progress's pacing).
 Stdlib only (python3 >= 3.6). No shebang in the repository (sanity rules); the molecule prepare step installs it
 with "#!/usr/bin/python3" as /opt/standin/bin/sglang-standin.
 """
@@ -76,6 +78,42 @@ def raw(text):
 
 def pause(delay):
     time.sleep(delay)
+
+
+# SGLang 0.5.23's shard bar: tqdm (tqdm.auto) on TP rank 0 with bar_format utils/common.py:1414 BAR_FORMAT and the desc
+# of model_loader/weight_utils.py:1166; tqdm begins every update with a carriage return and ends the bar with one
+# newline after showing it once more at close (tqdm.std: status_printer, close). Fields as tqdm formats them.
+BAR_FORMAT = '{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]'
+BAR_DESC = 'Loading safetensors checkpoint shards'
+
+
+def _interval(seconds):
+    """tqdm.format_interval: [H:]MM:SS."""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return '%d:%02d:%02d' % (hours, minutes, secs) if hours else '%02d:%02d' % (minutes, secs)
+
+
+def shard_bar(total, delay):
+    """Load ``total`` shards, one every ``delay`` seconds, printing the bar as tqdm does."""
+    began = time.time()
+
+    def show(done):
+        elapsed = time.time() - began
+        rate = done / elapsed if done and elapsed > 0 else None
+        rate_fmt = '?it/s' if rate is None else ('%5.2fit/s' % rate if rate >= 1 else '%5.2fs/it' % (1 / rate))
+        remaining = '?' if rate is None else _interval((total - done) / rate)
+        sys.stdout.write('\r' + BAR_FORMAT.format(desc=BAR_DESC, percentage=100.0 * done / total, n_fmt=done,
+                                                   total_fmt=total, elapsed=_interval(elapsed), remaining=remaining,
+                                                   rate_fmt=rate_fmt))
+        sys.stdout.flush()
+    show(0)
+    for done in range(1, total + 1):
+        pause(delay)
+        show(done)
+    show(total)
+    sys.stdout.write('\n')
+    sys.stdout.flush()
 
 
 def parse(argv):
@@ -440,8 +478,14 @@ def main():
         while True:
             time.sleep(3600)
     pause(delay)
+    shards = int(os.environ.get('SGLANG_STANDIN_SHARDS', '4'))
+    previous = ''
     for line in startup[parallel[-1] + 1 if parallel else 0:loaded + 1]:
+        if 'Load weight end.' in line and 'Load weight begin.' in previous and shards > 0:
+            # Each weight load (the target's, the draft's) reads the checkpoint's shards.
+            shard_bar(shards, delay)
         raw(stamp(line))
+        previous = line
     pause(delay)
     if scenario == 'mamba_memory':
         fail(['Traceback (most recent call last):',
@@ -458,6 +502,8 @@ def main():
               'RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: '
               'mem_fraction_static=0.62'])
     for line in startup[loaded + 1:]:
+        if 'CUDA graph end.' in line:
+            pause(delay)
         raw(stamp(line))
     raw('INFO:     Started server process [%d]' % os.getpid())
     raw('INFO:     Waiting for application startup.')

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import re
 import os
 import socket
 import subprocess
@@ -22,6 +23,7 @@ import pytest
 
 from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_logs import milestones
 from ansible_collections.llmops.inference.plugins.modules import sglang_server_wait
 
 STANDIN = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'sglang', 'standin_server.py')
@@ -122,7 +124,8 @@ def test_each_failed_start_is_diagnosed_when_its_line_arrives(host, scenario, si
     lines, exited = replay(scenario)
     assert exited
     fake = host(lines, exits=True)
-    kind, out = run(sglang_server_wait.main, ARGS)
+    # A tail long enough to hold SGLang's server_args line (before the weights and their shard bars).
+    kind, out = run(sglang_server_wait.main, dict(ARGS, journal_lines=80))
     assert kind is AnsibleFailJson and not out['ready']
     assert out['diagnosis']['signature'] == signature
     assert 'Likely cause:' in out['msg'] and 'Fix:' in out['msg']
@@ -241,3 +244,97 @@ def test_a_start_that_drifts_from_its_plan_warns_with_both_numbers(host):
     assert warning.startswith('sglang-qwen.service: plan vs. start-up log: mamba state slots: 93 planned, %d logged'
                               % SGLANG['max_mamba_cache_size'])
     assert "startup_overhead_gib (rtx-pro-6000-blackwell-server: 4.40 GiB planned, 1.40 GiB logged" in warning
+
+
+def journald_lines(scenario, seconds=1.0):
+    """The stand-in's output as journald stores it: one entry per newline (the shard bar's carriage returns stay
+    inside its entry, journald-stream.c)."""
+    env = dict(os.environ, SGLANG_STANDIN_SCENARIO=scenario, SGLANG_STANDIN_DELAY='0')
+    cmd = [sys.executable, STANDIN, '--model-path', '/m', '--served-model-name', 'qwen3.5-122b', '--tp-size', '4',
+           '--host', '127.0.0.1', '--port', str(free_port()), '--api-key', KEY]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    try:
+        out, dummy = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, dummy = proc.communicate()
+    return [line for line in out.decode().split('\n') if line]
+
+
+def test_a_healthy_start_reports_its_milestones_with_the_last_start(host, tmp_path):
+    lines = journald_lines('healthy')
+    fake = host(lines, exits=False, ready_after=len(lines))
+    previous = tmp_path / 'deployed.json'
+    previous.write_text(json.dumps({'startup_progress': {'seconds': 412.0}}))
+    progress_file = tmp_path / 'progress.json'
+    kind, out = run(sglang_server_wait.main, dict(ARGS, previous_record=str(previous), progress_file=str(progress_file)))
+    assert kind is AnsibleExitJson and out['ready']
+    progress = out['progress']
+    texts = [line.split(' - ')[0] for line in progress['lines']]
+    # What the replayed log states, in its order: the figures come from its own lines.
+    kv_tokens = int(re.search(r'#tokens: (\d+)', [x for x in lines if 'KV Cache is allocated' in x][0]).group(1))
+    graphs = [re.search(r'Capture (.+?) CUDA graph begin', x).group(1) for x in lines if 'CUDA graph begin.' in x]
+    shards = re.findall(r'(\d+)/(\d+) \[', [x for x in lines if 'checkpoint shards' in x][0])[-1]
+    assert texts[:3] == ['parallel init (NCCL)', 'loading weights', 'weights 100%% (%s/%s shards)' % shards]
+    assert texts[3].startswith('weights loaded (Qwen3_5MoeForConditionalGeneration, ')
+    assert 'KV cache allocated (%d tokens)' % kv_tokens in texts
+    assert [t for t in texts if t.startswith('capturing CUDA graph: ')] == ['capturing CUDA graph: ' + g for g in graphs]
+    assert texts[-1] == 'ready'
+    # The bar reached journald as one entry: one line for it, at its last percentage.
+    assert len([t for t in texts if t.startswith('weights ') and '%' in t]) == 2
+    assert all(line.endswith(', expected ~6m52s (last start)') for line in progress['lines'][:-1])
+    assert progress['lines'][-1].endswith(' since start (last start: 6m52s)')
+    # One journal entry per poll (1 s): the time since the unit's start is the poll's.
+    assert progress['seconds'] == [m['at_s'] for m in progress['milestones'] if m['name'] == 'ready'][0]
+    assert 0 < progress['seconds'] <= fake.now - 1796001966
+    assert progress['expected_seconds'] == 412.0 and progress['started_at'] == 1796001966
+    kept = json.loads(progress_file.read_text())
+    assert kept['done'] and kept['lines'] == progress['lines']
+
+
+def test_without_a_previous_record_the_lines_say_so(host, tmp_path):
+    lines = journald_lines('healthy')
+    host(lines, exits=False, ready_after=len(lines))
+    kind, out = run(sglang_server_wait.main, dict(ARGS, previous_record=str(tmp_path / 'missing.json')))
+    assert out['progress']['expected_seconds'] is None
+    assert out['progress']['lines'][0].endswith(', no previous start recorded')
+    assert out['progress']['lines'][-1].endswith(' (no previous start recorded)')
+
+
+def test_the_schedulers_own_pids_count_from_this_start_on(host):
+    # journald gives a forked writer (SGLang's TP schedulers) its own _PID; the replaced process's words came
+    # before this start (monotonic time), the schedulers' after it.
+    lines = journald_lines('healthy')
+    fake = host(lines, exits=False, ready_after=len(lines))
+    start = 5 * 10 ** 9
+    for index, entry in enumerate(fake.entries):
+        entry.update(_PID='42' if index % 3 else '77', __MONOTONIC_TIMESTAMP=str(start + index))
+    fake.entries.insert(0, dict(MESSAGE='[2026-12-01 09:59:00 TP0] KV Cache is allocated. dtype: torch.bfloat16, '
+                                        '#tokens: 1, K size: 0.01 GB, V size: 0.01 GB', _PID='41',
+                                __MONOTONIC_TIMESTAMP=str(start - 10)))
+    for index, entry in enumerate(fake.entries):
+        entry['__CURSOR'] = 'c%d' % index
+    fake.ready_after = len(fake.entries)
+    show = fake.run_command
+
+    def with_monotonic(cmd, **kwargs):
+        rc, out, err = show(cmd, **kwargs)
+        return rc, out + ('ExecMainStartTimestampMonotonic=%d\n' % start if cmd[0] == 'systemctl' else ''), err
+    fake.run_command = with_monotonic
+    kind, out = run(sglang_server_wait.main, ARGS)
+    assert kind is AnsibleExitJson and out['milestones'][0] == 'parallel_begin'
+    assert 'KV cache allocated (1 tokens)' not in ' '.join(out['progress']['lines'])
+    # Every milestone line of this start counts, whichever process wrote it.
+    every = [line for entry in fake.entries[1:] for line in entry['MESSAGE'].splitlines()]
+    assert out['milestones'] == [name for name, dummy in milestones(every)]
+
+
+def test_a_timeout_names_the_last_milestone_and_the_log(host):
+    lines = journald_lines('healthy')
+    host([line for line in lines if 'ready to roll' not in line], exits=False)
+    kind, out = run(sglang_server_wait.main, dict(ARGS, timeout=len(lines) + 10))
+    assert kind is AnsibleFailJson and out['diagnosis']['signature'] == 'timeout'
+    assert out['diagnosis']['log'] == 'journalctl -u sglang-qwen.service --since @1796001966'
+    assert out['diagnosis']['last_progress'].startswith('CUDA graph captured: ')
+    assert 'last progress: CUDA graph captured: ' in out['diagnosis']['summary']
+    assert out['msg'].endswith('Log: journalctl -u sglang-qwen.service --since @1796001966')
