@@ -362,6 +362,14 @@ class ProgressReport(object):
             self.lines.extend(sglang_progress.report_lines(new, self.since, self.expected))
             self.write()
 
+    def ready(self, now):
+        """The server answered ready: its ready line, or, when it is not in the journal yet, this moment."""
+        if not any(m['name'] in ('ready', 'follower_ready') for m in self.tracker.milestones):
+            item = dict(name='ready', label='ready', text='ready (/health and /v1/models answer)', at=now)
+            self.tracker.milestones.append(item)
+            self.lines.extend(sglang_progress.report_lines([item], self.since, self.expected))
+        self.write()
+
     def last(self):
         return sglang_progress.last_reached(self.tracker.milestones, self.since)
 
@@ -435,6 +443,13 @@ def argument_spec():
     )
 
 
+def read_journal(journal, watch, report, secrets, now):
+    """New journal lines (secrets removed) into the failure watch and the progress report."""
+    pairs = [(at, redact(line, secrets)) for at, line in journal.read_entries()]
+    watch.add_lines(now, [line for dummy, line in pairs])
+    report.add(pairs, now)
+
+
 def probe_http(base, p):
     """(ready, models): /health answers 200 and /v1/models lists the served model."""
     code, dummy = http_get(base + '/health')
@@ -498,9 +513,7 @@ def main():
     ready = False
     while True:
         now = time.time()
-        pairs = [(at, redact(line, secrets)) for at, line in journal.read_entries()]
-        watch.add_lines(now, [line for dummy, line in pairs])
-        report.add(pairs, now)
+        read_journal(journal, watch, report, secrets, now)
         watch.add_gpu_memory(now, gpu_memory(module, smi, p['gpu_indices']))
         state = unit_state(module, unit)
         journal.follow_pid(state.get('ExecMainPID'))
@@ -518,9 +531,7 @@ def main():
         if not alive:
             # Collect the process's last words (systemd may log them a moment after the state changes).
             time.sleep(min(1.0, p['interval']))
-            pairs = [(at, redact(line, secrets)) for at, line in journal.read_entries()]
-            watch.add_lines(time.time(), [line for dummy, line in pairs])
-            report.add(pairs, time.time())
+            read_journal(journal, watch, report, secrets, time.time())
         diagnosis = watch.verdict(time.time(), process_alive=alive)
         if diagnosis is not None:
             break
@@ -529,6 +540,11 @@ def main():
             break
         time.sleep(p['interval'])
 
+    if ready:
+        # The ready line follows the readiness SGLang answers with (http_server.py logs it after the warm-up).
+        time.sleep(min(1.0, p['interval']))
+        read_journal(journal, watch, report, secrets, time.time())
+        report.ready(time.time())
     elapsed = round(time.time() - began, 1)
     tail = watch.lines[-p['journal_lines']:]
     result = dict(changed=False, ready=ready, elapsed=elapsed, milestones=watch.reached, journal_tail=tail,

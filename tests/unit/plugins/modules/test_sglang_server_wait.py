@@ -338,3 +338,17 @@ def test_a_timeout_names_the_last_milestone_and_the_log(host):
     assert out['diagnosis']['last_progress'].startswith('CUDA graph captured: ')
     assert 'last progress: CUDA graph captured: ' in out['diagnosis']['summary']
     assert out['msg'].endswith('Log: journalctl -u sglang-qwen.service --since @1796001966')
+
+
+def test_the_ready_line_after_the_health_answer_is_read_and_without_it_the_answer_is_ready(host):
+    lines = journald_lines('healthy')
+    assert 'ready to roll' in lines[-1]
+    # /health answers before the last line is in the journal: the wait reads it once more.
+    host(lines, exits=False, ready_after=len(lines) - 1)
+    kind, out = run(sglang_server_wait.main, ARGS)
+    assert out['progress']['lines'][-1].startswith('ready - ') and out['milestones'][-1] == 'ready'
+    # No ready line at all (a journal that lost it): the answer is the ready milestone.
+    host(lines[:-1], exits=False, ready_after=len(lines) - 1)
+    kind, out = run(sglang_server_wait.main, ARGS)
+    assert out['progress']['lines'][-1].startswith('ready (/health and /v1/models answer) - ')
+    assert out['progress']['seconds'] is not None
