@@ -28,7 +28,8 @@ from ansible_collections.llmops.inference.plugins.module_utils import sglang_fla
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError
 from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts as config_facts
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
-from ansible_collections.llmops.inference.plugins.module_utils import deployment_fits, deployment_tp_group
+from ansible_collections.llmops.inference.plugins.module_utils import deployment_fits, deployment_provenance
+from ansible_collections.llmops.inference.plugins.module_utils import deployment_tp_group
 from ansible_collections.llmops.inference.plugins.module_utils import tp_group_topology
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_engine import plan_inputs, render, run_plan
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_server_checks import (
@@ -84,6 +85,11 @@ def _settings_table(settings, sources, plan, rendered, model, draft_source, step
             source = 'collection default' if BY_NAME[name]['default'] is not None else 'sglang default'
         table[key] = dict(value=value, source=source)
     return table
+
+
+def _profile_file(settings, sub, name):
+    """A profile file as the plan names it: profiles/<sub>/<name>.yml, or under llmops_profiles_dir."""
+    return '%s/%s/%s.yml' % ((settings['llmops_profiles_dir'] or 'profiles').rstrip('/'), sub, settings[name])
 
 
 def _record(ctx, settings, gpu, tp, version, instance):
@@ -258,6 +264,7 @@ def resolve_server(ctx, variant=None):
 
     plan, plan_error = (None, None)
     rendered = None
+    provenance = []
     record = _record(ctx, settings, gpu, tp, prof['pin']['version'], instance)
     if record['measured'] is not None:
         settings['llmops_plan_free_memory_before_load_gib'] = record['measured']['free_memory_before_load_gib']
@@ -278,7 +285,17 @@ def resolve_server(ctx, variant=None):
             rendered = render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_facts, host_facts,
                               indices, problems)
             flags = rendered['argv'] if rendered else None
-            plan['report_markdown'] = render_markdown(plan, title, flags)
+            if rendered:
+                provenance = deployment_provenance.rows(dict(
+                    settings=settings, sources=sources, model=model, gpu=gpu, release=release, plan=plan,
+                    rendered=rendered, model_facts=model_facts, group=group, lxc_host=settings['llmops_lxc_host'],
+                    launcher=launcher, instance=instance, api_key_set=key_set, draft_source=draft_source,
+                    steps_source=steps_source, tp_source=tp_source, speculative=dict(draft=draft, steps=steps),
+                    p2p_verdict=ctx.get('p2p_verdict') or '',
+                    release_entry=((prof.get('table') or {}).get('releases') or {}).get(prof['pin']['version']) or {},
+                    model_file=_profile_file(settings, 'models', 'llmops_model_profile'),
+                    gpu_file=_profile_file(settings, 'hardware', 'llmops_gpu_profile')))
+            plan['report_markdown'] = render_markdown(plan, title, flags, provenance)
             plan['report_lines'] = render_text(plan, title)
             plan['title'] = title
             if group and group.get('port_block'):
@@ -334,7 +351,7 @@ def resolve_server(ctx, variant=None):
         metrics=_metrics_of(release, settings['llmops_enable_metrics'], url_host, settings['llmops_http_port']),
         lxc=lxc, host_facts=host_facts, tp_group=deployment_tp_group.public(group),
         settings=None, plan=plan, plan_error=plan_error,
-        argv=argv, command=command, exec_start=sglang_flags.exec_start(command),
+        argv=argv, command=command, exec_start=sglang_flags.exec_start(command), provenance=provenance,
         environment=environment,
         environment_lines=[sglang_flags.systemd_quote('%s=%s' % kv) for kv in sorted(environment.items())],
         speculative=spec, mamba_strategy=rendered['mamba_strategy'] if rendered else None,

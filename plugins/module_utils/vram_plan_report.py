@@ -2,11 +2,17 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Render a vram_plan result as a terminal table and as Markdown. PRIVATE to the collection; stdlib only."""
+"""Render a vram_plan result as a terminal table and as Markdown. PRIVATE to the collection.
+
+Numbers come from the plan; the one row the plan has no level for (the binding running-request count of the context
+table) is computed by the planner's own vram_plan.context_table on the plan's values.
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import context_table
 
 MIB = 1 << 20
 
@@ -42,13 +48,32 @@ def headline(plan):
     return text
 
 
+def context_rows(plan):
+    """The rows of the context table: the planned concurrency levels and, in order among them, the binding
+    running-request count (the plan's max running requests), marked ``binding``. Its context comes from the planner's
+    own rule (vram_plan.context_table) on the plan's KV tokens and context length."""
+    running = plan.get('max_running_requests')
+    rows = [dict(row, binding=row['concurrency'] == running) for row in plan['max_context_at_concurrency']]
+    if isinstance(running, int) and running > 0 and not any(row['binding'] for row in rows):
+        row = context_table(plan['kv_cache_tokens'], plan['context_length'], running, [running])[0]
+        rows.append(dict(row, binding=True))
+    return sorted(rows, key=lambda row: row['concurrency'])
+
+
+def _running_words(plan):
+    return 'max running requests, bound by %s%s' % (
+        str(plan.get('max_running_requests_bound_by') or '?').replace('_', ' '),
+        ', per DP worker' if plan.get('attn_dp_size', 1) > 1 else '')
+
+
 def _ctx(plan):
     cells = []
-    for row in plan['max_context_at_concurrency']:
+    for row in context_rows(plan):
+        level = '%d (%s)' % (row['concurrency'], _running_words(plan)) if row['binding'] else str(row['concurrency'])
         if row['max_context_tokens'] is None:
-            cells.append('%d: queued' % row['concurrency'])
+            cells.append('%s: queued (more than SGLang runs at once)' % level)
         else:
-            cells.append('%d: %s' % (row['concurrency'], _num(row['max_context_tokens'])))
+            cells.append('%s: %s' % (level, _num(row['max_context_tokens'])))
     return ' | '.join(cells)
 
 
@@ -120,12 +145,19 @@ def summary_rows(plan):
         ('max running requests', '%d (bound by %s)' % (plan['max_running_requests'],
                                                        plan['max_running_requests_bound_by'].replace('_', ' '))),
         ('max context @ concurrency', _ctx(plan)),
-        ('headroom / GPU', '%.1f GiB (SGLang reserve estimate %.1f GiB)' % (
-            plan['headroom_gib'], plan['sglang_runtime_reserve_gib'])),
+        ('headroom / GPU', '%.1f GiB left after weights and pools for activations, CUDA graphs and NCCL (SGLang\'s '
+         'activation reserve estimate %.1f GiB)' % (plan['headroom_gib'], plan['sglang_runtime_reserve_gib'])),
         ('decode roofline', _roofline(plan)),
-        ('verdict', plan['verdict']),
+        ('verdict', verdict_text(plan)),
     ]
     return rows
+
+
+def verdict_text(plan):
+    """The verdict, with "tight" defined where it appears."""
+    if 'tight' in plan['verdict']:
+        return '%s: tight = it starts, but %s' % (plan['verdict'], tight_reason(plan))
+    return plan['verdict']
 
 
 def render_text(plan, title):
@@ -158,8 +190,30 @@ def _effect_text(rec):
     return '%s (%s)' % ('; '.join(parts) or 'no change', rec['why'])
 
 
-def render_markdown(plan, title, flags=None):
-    """A self-contained Markdown report (build/plan/<host>/plan.md)."""
+def _cell(value):
+    return '-' if value is None else str(value).replace('|', '\\|')
+
+
+def provenance_markdown(rows):
+    """The section "Command line and environment: where each value comes from" of plan.md: one table row per row of
+    llmops_deployment.provenance (the launcher, each flag, each environment variable)."""
+    out = ['## Command line and environment: where each value comes from', '',
+           'Every word of the SGLang command line (flags in their order) and every environment variable of the unit, '
+           'as the resolver decided them (`llmops_deployment.provenance`). Sources: *profile* = a key of the model '
+           'or hardware profile file named; *inventory* = an `llmops_*` variable as Ansible merged it (group_vars, '
+           'host_vars or `-e`), with the profile value it *overrides* (the profile had a value of its own, the '
+           'inventory\'s wins); *override* = `deployment_overrides` or a variant\'s overrides; *collection default* = '
+           'the variable\'s default (docs/reference.md) when nothing sets it; *collection rule* / *release rule* = '
+           'fixed by this collection / by the pinned SGLang release (profiles/sglang_releases.yml); *planner* = '
+           'the VRAM plan above. Secrets are shown as `<redacted>`.', '',
+           '| kind | name | value | source |', '|---|---|---|---|']
+    out += ['| %s | `%s` | %s | %s |' % (row['kind'], row['name'], '`%s`' % _cell(row['value'])
+                                         if row['value'] is not None else '-', _cell(row['source'])) for row in rows]
+    return out + ['']
+
+
+def render_markdown(plan, title, flags=None, provenance=None):
+    """A self-contained Markdown report (build/plan/<host>/plan.md); provenance: llmops_deployment.provenance."""
     out = ['# %s' % title, '',
            'Computed by `llmops.inference.vram_plan_info` from SGLang %s\'s own memory-planning rules; '
            'not measured on a GPU.' % plan['sglang_version'], '', headline(plan), '']
@@ -168,10 +222,16 @@ def render_markdown(plan, title, flags=None):
     out += ['| item | value |', '|---|---|']
     out += ['| %s | %s |' % (label, value.replace('|', '/')) for label, value in summary_rows(plan)]
     out += ['', '## Max context per request at N concurrent requests', '',
+            'The longest context (prompt + output tokens) each of N requests can hold while all N run at once, the '
+            'KV cache shared evenly. SGLang runs at most %s requests at once (%s); the row marked so is that count. '
+            '*Bound by*: *context length* = the server\'s --context-length; *kv cache* = the KV cache tokens / N; '
+            '*max running requests* = N is more than SGLang runs at once, so the rest queue (-).'
+            % (_num(plan.get('max_running_requests')), _running_words(plan)), '',
             '| concurrent | max context (tokens) | bound by |', '|---|---|---|']
-    for row in plan['max_context_at_concurrency']:
-        out.append('| %d | %s | %s |' % (row['concurrency'], _num(row['max_context_tokens']),
-                                         row['bound_by'].replace('_', ' ')))
+    for row in context_rows(plan):
+        level = ('**%d** (%s)' % (row['concurrency'], _running_words(plan)) if row['binding']
+                 else '%d' % row['concurrency'])
+        out.append('| %s | %s | %s |' % (level, _num(row['max_context_tokens']), row['bound_by'].replace('_', ' ')))
     out += ['', '## What binds first', '']
     out += ['- %s' % limit for limit in plan['limits']]
     recs = plan.get('recommendations') or []
@@ -195,4 +255,6 @@ def render_markdown(plan, title, flags=None):
         out.append('')
         out.append('Note: %s' % note)
     out.append('')
+    if provenance:
+        out += provenance_markdown(provenance)
     return '\n'.join(out)
