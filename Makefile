@@ -25,8 +25,11 @@ help:
 	@echo "            - what if: a plan of its own in build/plan-whatif/ (build/plan untouched)"
 	@echo "make plan-check / plan-accept - the plan of $(INVENTORY) against its approved plan / approve it (docs/ci.md)"
 	@echo "make test   - unit, lint, docs, sanity, SGLang parser, ansible-test integration, molecule lab"
-	@echo "make profile REPO=org/name [REVISION=main] [ENDPOINT=url] [SRC=dir] [TP=n] [FORCE=1]"
-	@echo "            - a model profile in profiles/models/ from the checkpoint's config.json"
+	@echo "make profile REPO=org/name [REVISION=main] [ENDPOINT=url] [SRC=dir] [TP=n] [DEST=file|dir] [FORCE=1] [DIFF=1]"
+	@echo "            - a model profile in profiles/models/ from the checkpoint's config.json (Hub, mirror or SRC);"
+	@echo "              from any directory: make -C <collection> profile SRC=./ckpt (SRC, DEST relative to where you are);"
+	@echo "              Hub endpoint: ENDPOINT, else the INVENTORY servers' hf_model_endpoint, else \$$HF_ENDPOINT;"
+	@echo "              DIFF=1 shows the difference to an existing profile, FORCE=1 replaces it"
 
 # Silent (make plan's console shows no recipe): it says what it installs. In a fresh clone requirements/dev.txt is
 # newer than the cached venv's stamp, so the link is made and the stamp touched, once; later calls do nothing.
@@ -76,15 +79,34 @@ HF_LOCK := $(firstword $(wildcard profiles/locks/hf-client-*.txt))
 HF_CLIENT := $(LAB_CACHE)/hf-client-$(shell sha256sum $(HF_LOCK) | cut -c1-12)-py$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
 $(HF_CLIENT)/.installed: $(HF_LOCK)
-	rm -rf $(HF_CLIENT) && $(PYTHON) -m venv $(HF_CLIENT)
-	$(HF_CLIENT)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r $(HF_LOCK)
-	touch $@
+	@echo "make profile: installing the Hub client of $(HF_LOCK) into $(HF_CLIENT)"
+	@mkdir -p $(LAB_CACHE) && rm -rf $(HF_CLIENT) && $(PYTHON) -m venv $(HF_CLIENT)
+	@$(HF_CLIENT)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r $(HF_LOCK)
+	@touch $@
 
-profile: venv $(if $(SRC),,$(HF_CLIENT)/.installed)
-	$(BIN)/ansible-playbook playbooks/profile.yml $(if $(REPO),-e profile_repo=$(REPO)) \
-	    $(if $(SRC),-e profile_src=$(abspath $(SRC)),-e profile_hub_python=$(HF_CLIENT)/bin/python) \
-	    $(if $(REVISION),-e profile_revision=$(REVISION)) $(if $(ENDPOINT),-e profile_endpoint=$(ENDPOINT)) \
-	    $(if $(TP),-e profile_tp_size=$(TP)) $(if $(FORCE),-e profile_force=true) $(if $(DEST),-e profile_dest=$(abspath $(DEST)))
+# make profile works from any directory (make -C <collection> profile ...): SRC and DEST are relative to the directory
+# make was called from, the shell's $PWD (make -C leaves it alone; a program that starts make in another directory
+# without a shell gives CALLER_DIR=<absolute dir>); INVENTORY is relative to the collection, as for make plan; its
+# servers' hf_model_endpoint is the Hub endpoint when ENDPOINT is not given (then $HF_ENDPOINT, then huggingface.co).
+# Only variables given on the command line count: PROFILE_CLI_VARS names them for the commands the playbook prints
+# (they replay the operator's own command with FORCE=1, DIFF=1 or another DEST; plugins/plugin_utils/profile_hints.py).
+PROFILE_VARS := REPO SRC REVISION ENDPOINT TP DEST FORCE DIFF INVENTORY CALLER_DIR
+PROFILE_CLI_VARS := $(strip $(foreach v,$(PROFILE_VARS),$(if $(filter command line,$(origin $(v))),$(v))))
+profile_arg = $(if $(filter $(1),$(PROFILE_CLI_VARS)),$($(1)))
+PROFILE_CALLER := $(abspath $(or $(call profile_arg,CALLER_DIR),$(if $(filter /%,$(PWD)),$(PWD)),$(CURDIR)))
+profile_path = $(abspath $(if $(filter /%,$(1)),$(1),$(PROFILE_CALLER)/$(1)))
+profile: venv $(if $(call profile_arg,SRC),,$(HF_CLIENT)/.installed)
+	@PROFILE_CLI_VARS='$(PROFILE_CLI_VARS)' $(BIN)/ansible-playbook playbooks/profile.yml \
+	    $(if $(call profile_arg,INVENTORY),-i $(call profile_arg,INVENTORY)) \
+	    -e profile_make_dir=$(CURDIR) -e profile_caller_dir=$(PROFILE_CALLER) \
+	    $(if $(call profile_arg,REPO),-e profile_repo=$(call profile_arg,REPO)) \
+	    $(if $(call profile_arg,SRC),-e profile_src=$(call profile_path,$(call profile_arg,SRC)),-e profile_hub_python=$(HF_CLIENT)/bin/python) \
+	    $(if $(call profile_arg,REVISION),-e profile_revision=$(call profile_arg,REVISION)) \
+	    $(if $(call profile_arg,ENDPOINT),-e profile_endpoint=$(call profile_arg,ENDPOINT)) \
+	    $(if $(call profile_arg,TP),-e profile_tp_size=$(call profile_arg,TP)) \
+	    $(if $(call profile_arg,DEST),-e profile_dest=$(call profile_path,$(call profile_arg,DEST))) \
+	    $(if $(call profile_arg,FORCE)$(call profile_arg,DIFF),-e profile_force=true) \
+	    $(if $(call profile_arg,DIFF),--check --diff)
 
 # The P2P worker's end-to-end tests (CPU simulation on gloo, about 2-3 min here) run with the lab SGLang venv's python,
 # which has torch; tests/bench/setup-bench-venv.sh builds it once under the lock that `parser` takes too, so in

@@ -138,8 +138,19 @@ def _quantization_note(release, config, notes):
                               % (cfg.get('quant_method') or cfg.get('quant_algo')))
 
 
-def _speculative(release, facts, guesses):
-    if facts['mtp_layers'] > 0:
+def _speculative(release, facts, guesses, notes):
+    """NEXTN with the release's auto steps/topk/draft tokens only for a checkpoint with MTP layers: the config names
+    them (mtp_num_hidden_layers, or num_nextn_predict_layers of the text config, as model_config.model_facts reads
+    them) and the release loads a draft class for its architecture (architectures.mtp_draft; the planner refuses MTP
+    on any other). Else off: a config that names MTP layers the release cannot serve says so (MiniMax-M2's
+    num_mtp_modules is neither key: SGLang skips those weights, models/minimax_m2.py)."""
+    drafts = (release.get('architectures') or {}).get('mtp_draft') or {}
+    if facts['mtp_layers'] > 0 and facts['arch'] not in drafts:
+        notes[('serving', 'speculative')] = (
+            'the config names %d MTP/NEXTN layer(s), but sglang %s loads no MTP draft for %s (it has one for %s only, '
+            'profiles/sglang_releases.yml architectures.mtp_draft): speculative decoding off'
+            % (facts['mtp_layers'], release.get('version', '?'), facts['arch'], ', '.join(sorted(drafts)) or 'none'))
+    elif facts['mtp_layers'] > 0:
         steps, topk, draft = release['defaults']['speculative_auto_params']
         guesses[('serving', 'speculative')] = ('the config names %d MTP/NEXTN layer(s); steps/topk/draft are SGLang\'s '
                                                'auto choice (%d/%d/%d), not measured for this model'
@@ -193,7 +204,7 @@ def generate(files, release, repo=None, revision=None, name=None, tp_size=None, 
     # --quantization is not recorded: the flag renderer derives it per GPU architecture from the release table.
     serving.update(_parsers(release, files, config, guesses, notes))
     _quantization_note(release, config, notes)
-    serving['speculative'] = _speculative(release, facts, guesses)
+    serving['speculative'] = _speculative(release, facts, guesses, notes)
     profile = dict(name=name, hf_repo=repo, hf_revision=revision, served_model_name=name, weights_bytes=weights,
                    serving=serving, config=trimmed_config(config))
     notes.update(weight_notes)

@@ -29,8 +29,9 @@ description:
   - An architecture that no planner family of the release table names is refused with the list of supported ones.
   - An EAGLE-3 draft checkpoint gets no profile of its own; the refusal shows how to attach it to its target's
     profile under C(serving.speculative.draft).
-  - An existing profile with other content is never replaced unless O(force=true); check mode reports the change
-    (and diff mode the difference) without writing.
+  - An existing profile with other content is never replaced unless O(force=true) (the refusal returns C(exists),
+    C(dest) and C(name)); check mode with O(force=true) reports the change (and diff mode the difference) without
+    writing.
   - Runs on the controller (delegate to localhost); the Hub files are fetched by O(hub_python), an interpreter with
     C(huggingface_hub) (make profile builds one from C(profiles/locks/)).
 version_added: 0.2.0
@@ -257,8 +258,9 @@ def main():
             old = handle.read()
     changed = old != text
     if changed and old is not None and not p['force']:
-        module.fail_json(msg='%s exists with other content; not replaced (force=true replaces it; diff mode shows '
-                         'the difference)' % p['dest'], diff=dict(before=old, after=text))
+        module.fail_json(msg='%s exists with other content; not replaced (force=true replaces it; check mode with '
+                         'force=true and diff mode shows the difference)' % p['dest'], exists=True, dest=p['dest'],
+                         name=name, diff=dict(before=old, after=text))
     if changed and not module.check_mode:
         directory = os.path.dirname(p['dest']) or '.'
         if not os.path.isdir(directory):

@@ -9,7 +9,10 @@
 #              count SGLang logged within what the log's rounded figures allow;
 #   refusal    an architecture in no planner family (the Llama config renamed: a synthetic case) is refused with the
 #              supported list, and nothing is written;
-#   keep       an edited profile is not replaced without force; check mode writes nothing.
+#   keep       an edited profile is not replaced without force; check mode writes nothing;
+#   hints      from another directory, with a relative DEST and no endpoint but the inventory's hf_model_endpoint (the
+#              hf_model role's): the repo is read through the mirror, and each command printed on the refusal to replace
+#              an edited profile (see the difference, replace it, write it elsewhere) is run as printed.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=../setup_collection_root/collection_root.sh
@@ -141,4 +144,43 @@ grep -q 'exists with other content; not replaced' "${state}/keep.log" || { tail 
 profile -e profile_repo=openai/gpt-oss-120b -e profile_force=true --check >"${state}/check.log" 2>&1 || fail "check mode"
 grep -q 'would write' "${state}/check.log" || fail "check mode did not say it would write"
 [ "$(sha256sum "${out}/gpt-oss-120b.yml")" = "${before}" ] || fail "check mode changed the file"
+
+log "case hints: from another directory, the endpoint of the inventory, every printed command run as printed"
+mkdir -p "${state}/operator/inv/group_vars" "${state}/operator/mine"
+printf 'all:\n  children:\n    sglang_servers:\n      hosts:\n        gpu1:\n' >"${state}/operator/inv/hosts.yml"
+printf 'hf_model_endpoint: %s\n' "${endpoint}" >"${state}/operator/inv/group_vars/sglang_servers.yml"
+# As an operator types it in a shell (its $PWD), no endpoint given and none in the environment.
+here_profile() { (cd "${state}/operator" && PWD="${state}/operator" HF_ENDPOINT='' ansible-playbook \
+    "${root}/playbooks/profile.yml" -i inv -e profile_hub_python="${client}/bin/python" "$@"); }
+here_profile -e profile_repo=deepseek-ai/DeepSeek-V3 -e profile_dest=mine >"${state}/h1.log" 2>&1 ||
+    { tail -n 30 "${state}/h1.log"; fail "profile from another directory"; }
+grep -q "read through ${endpoint} (hf_model_endpoint of the inventory's sglang_servers)" "${state}/h1.log" ||
+    { tail -n 30 "${state}/h1.log"; fail "the inventory's endpoint was not used"; }
+[ -f "${state}/operator/mine/deepseek-v3.yml" ] || fail "DEST=mine is not relative to the operator's directory"
+# DeepSeek-V3 has its MTP layer: the plan of the profile with and without it (they are run by tests/unit/test_make_profile.py).
+grep -q "plan MODEL=deepseek-v3 TP=1 SPEC=off" "${state}/h1.log" || { tail -n 20 "${state}/h1.log"; fail "the SPEC=off plan"; }
+printf '# edited by the operator\n' >>"${state}/operator/mine/deepseek-v3.yml"
+edited="$(sha256sum <"${state}/operator/mine/deepseek-v3.yml")"
+if here_profile -e profile_repo=deepseek-ai/DeepSeek-V3 -e profile_dest=mine >"${state}/h2.log" 2>&1; then
+    fail "the edited profile was replaced"
+fi
+# The three commands, unwrapped from the YAML callback's lines, in the order printed.
+python3 - "${state}/h2.log" "${state}/cmds" <<'PY' || { tail -n 30 "${state}/h2.log"; fail "the printed commands"; }
+import re, sys, yaml
+text = open(sys.argv[1]).read()
+block = text.split('TASK [Say what is there and the commands that go on from here]', 1)[1].split('msg:', 1)[1]
+lines = yaml.safe_load(block.split('\n\n', 1)[0])
+cmds = [re.split(r':\s{2,}', line, maxsplit=1)[1] for line in lines[1:]]
+assert [re.split(r':\s{2,}', line)[0].strip() for line in lines[1:]] == [
+    'see the difference (writes nothing)', 'replace it', 'write it elsewhere'], lines
+open(sys.argv[2], 'w').write('\n'.join(cmds) + '\n')
+PY
+mapfile -t cmds <"${state}/cmds"
+(cd "${state}/operator" && eval "${cmds[0]}") >"${state}/h3.log" 2>&1 || { tail -n 30 "${state}/h3.log"; fail "the diff command"; }
+grep -q '^-# edited by the operator' "${state}/h3.log" || { tail -n 30 "${state}/h3.log"; fail "the diff command shows no diff"; }
+[ "$(sha256sum <"${state}/operator/mine/deepseek-v3.yml")" = "${edited}" ] || fail "the diff command wrote"
+(cd "${state}/operator" && eval "${cmds[2]}") >"${state}/h4.log" 2>&1 || { tail -n 30 "${state}/h4.log"; fail "the DEST command"; }
+[ -f "${state}/operator/deepseek-v3.new.yml" ] || fail "the DEST command wrote elsewhere"
+(cd "${state}/operator" && eval "${cmds[1]}") >"${state}/h5.log" 2>&1 || { tail -n 30 "${state}/h5.log"; fail "the FORCE command"; }
+cmp -s "${state}/operator/mine/deepseek-v3.yml" "${state}/operator/deepseek-v3.new.yml" || fail "FORCE did not write the profile"
 log "ok: all cases passed"
