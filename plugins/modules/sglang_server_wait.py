@@ -180,7 +180,8 @@ progress:
       milestone C(name), C(text), C(at_s) - seconds after the unit's start - and its figures - C(percent), C(done),
       C(total) of the shard bar, C(graph), C(model_type), C(gib), C(tokens)), C(seconds) (how long this start took
       to ready, from the ready line; null while not ready), C(expected_seconds) (the last measured start's, null
-      without O(previous_record)), C(started_at) (the unit's start, epoch seconds).
+      without O(previous_record)), C(started_at) (the unit's start, epoch seconds), C(pid) (its main PID, which
+      start it is).
   returned: always
   type: dict
 models:
@@ -353,6 +354,7 @@ class ProgressReport(object):
         self.expected = expected
         self.tracker = sglang_progress.Tracker()
         self.lines = []
+        self.pid = None
 
     def add(self, pairs, now):
         new = []
@@ -381,7 +383,7 @@ class ProgressReport(object):
             milestones.append(entry)
         ready = [m['at_s'] for m in milestones if m['name'] in ('ready', 'follower_ready') and m['at_s'] is not None]
         return dict(lines=list(self.lines), milestones=milestones, seconds=ready[-1] if ready else None,
-                    expected_seconds=self.expected, started_at=self.since)
+                    expected_seconds=self.expected, started_at=self.since, pid=self.pid)
 
     def write(self, done=False):
         if not self.path:
@@ -493,7 +495,8 @@ def main():
     secrets = [p['api_key']] if p['api_key'] else []
     if module.check_mode:
         module.exit_json(changed=False, ready=False, elapsed=0.0, milestones=[], journal_tail=[], unit_state={},
-                         progress=dict(lines=[], milestones=[], seconds=None, expected_seconds=None, started_at=None),
+                         progress=dict(lines=[], milestones=[], seconds=None, expected_seconds=None, started_at=None,
+                                       pid=None),
                          skipped_reason='check mode: the server is not waited for')
     base = p['url'].rstrip('/')
     began = time.time()
@@ -545,6 +548,7 @@ def main():
         time.sleep(min(1.0, p['interval']))
         read_journal(journal, watch, report, secrets, time.time())
         report.ready(time.time())
+    report.pid = state.get('ExecMainPID')
     elapsed = round(time.time() - began, 1)
     tail = watch.lines[-p['journal_lines']:]
     result = dict(changed=False, ready=ready, elapsed=elapsed, milestones=watch.reached, journal_tail=tail,
