@@ -22,6 +22,7 @@ import re
 
 from ansible_collections.llmops.inference.plugins.module_utils.cpulist import CpuListError, format_cpulist, parse_cpulist
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.module_utils.deployment_vms import resolve_vms
 
 SCHEMA = 1
 _PCI = re.compile(r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')
@@ -195,7 +196,10 @@ def resolve_proxmox(ctx):
     for ctid in sorted(set(c for c in ctids if ctids.count(c) > 1)):
         problems.add('llmops_lxc_ctid', ctid, 'two containers of %s have VMID %s (%s)' % (
             ctx['host'], ctid, ', '.join(c['host'] for c in containers if c['ctid'] == ctid)), 'give each its own VMID')
+    vfio_vms = resolve_vms(settings['llmops_host_vfio_vms'], vfio_addresses,
+                           dict((c['ctid'], c['host']) for c in containers if c['ctid'] is not None), problems)
     deployment = dict(schema=SCHEMA, kind='proxmox_host', host=ctx['host'], gpus=gpus, gpu_profile=profile,
+                      vfio_vms=vfio_vms,
                       nvidia_numa_nodes=nvidia, vfio_numa_nodes=vfio, vfio_addresses=vfio_addresses,
                       nvidia_addresses=nvidia_addresses, sev_snp=bool(settings['llmops_host_sev_snp']),
                       numa_cpus=dict(('%d' % n, c) for n, c in sorted(node_cpus.items())),

@@ -34,6 +34,7 @@ PASSED_BY_PLAYBOOKS = {
     'lxc_gpu_cpuset_origin': "lxc_gpu_cpuset (auto: from the Proxmox host's llmops_host_numa_cpus)",
     'gpu_partition_vfio_numa_nodes': 'llmops_host_vfio_numa_nodes',
     'gpu_partition_host_numa_nodes': 'llmops_host_nvidia_numa_nodes',
+    'gpu_partition_vms': 'llmops_host_vfio_vms',
     'sglang_server_deployment': 'the llmops_* variables (it is the resolved llmops_deployment)',
     'sglang_benchmark_deployment': 'the llmops_* variables (it is the resolved llmops_deployment)',
     'sglang_gateway_deployment': 'the llmops_gateway_* variables (it is the resolved llmops_deployment)',
@@ -268,6 +269,14 @@ VARIABLES = [
        'lxc.cgroup2.cpuset lines, the unit\'s CPUAffinity=/NUMAMask=), and the deploy refuses a host whose sysfs '
        "disagrees before anything changes. null: such a container is refused (lxc_gpu_cpuset: '' opts out).",
        scope='proxmox', group=_PVE),
+    _v('llmops_host_vfio_vms', 'list', [],
+       'The Proxmox VMs that take the cards bound to vfio-pci: [{vmid: 200}] gives one VM every such card; with '
+       'several VMs each lists its addresses: [{vmid: 200, addresses: [0000:81:00.0, 0000:a1:00.0]}, ...]. Every '
+       'vfio-pci card goes to exactly one VM. hostpci_slots: [..] picks the hostpciN slots (0-15, default 0, 1, ...), '
+       'which must be free on the VM or hold that card already. The deploy (gpu_partition) runs qm set <vmid> '
+       '--hostpciN <address>,pcie=1 for the missing ones, refusing a running VM unless '
+       'gpu_partition_vm_allow_running is true; make plan prints the lines. [] hands no card to a VM.',
+       elements='dict', scope='proxmox', group=_PVE),
     _v('llmops_host_sev_snp', 'bool', False,
        'SEV-SNP is on (a Proxmox host, or a bare-metal server): GPU peer-to-peer DMA is not trusted and '
        'NCCL_P2P_DISABLE=1 is rendered unless a P2P check verdict says otherwise.', scope='any', group=_PVE),

@@ -110,6 +110,10 @@ ROLE_OPTIONS = json.loads(r'''
    "default": "nvidia-persistenced.service",
    "type": "str"
   },
+  "gpu_partition_qm_command": {
+   "default": "qm",
+   "type": "str"
+  },
   "gpu_partition_reboot_for_iommu": {
    "default": false,
    "type": "bool"
@@ -138,6 +142,15 @@ ROLE_OPTIONS = json.loads(r'''
   "gpu_partition_vfio_numa_nodes": {
    "default": [],
    "elements": "int",
+   "type": "list"
+  },
+  "gpu_partition_vm_allow_running": {
+   "default": false,
+   "type": "bool"
+  },
+  "gpu_partition_vms": {
+   "default": [],
+   "elements": "dict",
    "type": "list"
   }
  },
