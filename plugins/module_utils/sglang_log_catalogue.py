@@ -367,7 +367,7 @@ FAILURES = (
 
 # Progress milestones: (name, texts). The parallel window (the stall detector's) opens and closes with the first
 # pair; their wording is each rule family's (profiles/sglang_releases.yml flags.parallel_begin / parallel_end, which
-# tests/sglang/test_log_catalogue.py compares with these). Each source is the log call in the pinned release (0.5.23,
+# tests/sglang/test_log_catalogue.py compares with these). Each source is the log call in the pinned release (its
 # python/sglang/srt/..., file:line of the logger call); the start-up progress (module_utils/sglang_progress.py, the
 # lines sglang_server_wait prints) shows the ones PROGRESS names.
 MILESTONES = (
@@ -375,13 +375,13 @@ MILESTONES = (
                              source='distributed/bootstrap.py:115',
                              example='[2026-11-30 01:21:00 TP0] Init parallel begin.'),
                         text(['Init torch distributed begin.'], 'sglang', when=('wording', 'parallel_begin'),
-                             source='model_executor/model_runner.py init_torch_distributed (releases before 0.5.23)',
+                             source='model_executor/model_runner.py init_torch_distributed (older releases)',
                              example='[2026-04-30 01:21:00 TP0] Init torch distributed begin.')]),
     ('parallel_end', [text(['Init parallel ends.'], 'sglang', when=('wording', 'parallel_end'),
                            source='distributed/bootstrap.py:190',
                            example='[2026-11-30 01:21:00 TP0] Init parallel ends. elapsed=1.52 s'),
                       text(['Init torch distributed ends.'], 'sglang', when=('wording', 'parallel_end'),
-                           source='model_executor/model_runner.py init_torch_distributed (releases before 0.5.23)',
+                           source='model_executor/model_runner.py init_torch_distributed (older releases)',
                            example='[2026-04-30 01:21:00 TP0] Init torch distributed ends. mem usage=0.41 GB')]),
     ('load_weight_begin', [text(['Load weight begin.'], 'sglang', source='model_executor/model_runner.py:1273 load_model',
                                 example='[TP0] Load weight begin. avail mem=94.19 GB')]),
