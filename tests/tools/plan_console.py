@@ -278,10 +278,12 @@ def host_lines(host, out_dir, first_refused=None):
     hdir = os.path.join(out_dir, host)
     deployment = gate.read_json(os.path.join(hdir, 'deployment.json')) or {}
     lines = summary_lib.host_lines(host, deployment, shown_refusal=(host == first_refused))
-    for name in ('plan.md', 'gpu_partition.txt'):
+    for name, picture in (('plan.md', 'plan.html'), ('gpu_partition.txt', 'topology.html')):
         path = os.path.join(hdir, name)
         if os.path.isfile(path) and not (name == 'plan.md' and deployment.get('kind') == 'proxmox_host'):
-            lines.append('  %s' % _rel(path))
+            # The picture beside it (plugins/plugin_utils/plan_pictures.py), on the same line.
+            shown = os.path.isfile(os.path.join(hdir, picture))
+            lines.append('  %s%s' % (_rel(path), ' (picture: %s)' % picture if shown else ''))
     return lines
 
 

@@ -170,6 +170,8 @@ def test_make_plan_is_short_fresh_and_says_what_changed(build):
     assert not [line for line in lines if re.match(r'^(PLAY|TASK) \[', line) or 'plan_console.py' in line], first
     assert 'sglang-ct  FITS' in first and 'KV tokens ' in first and 'build/plan' not in first.replace(build, '')
     assert 'tight = it starts, but' in first
+    # Each picture beside its text report (plugins/plugin_utils/plan_pictures.py).
+    assert '/plan.md (picture: plan.html)' in first and '/gpu_partition.txt (picture: topology.html)' in first, first
     log = os.path.join(build, 'plan.log')
     assert 'PLAY [Resolve every host of the inventory]' in open(log).read()
     # The fixture's sysfs tree is read from beside the plan, never written into it.
@@ -194,6 +196,22 @@ def test_make_plan_what_if_writes_its_own_plan(build):
     with open(os.path.join(build, 'plan-whatif', 'mem_fraction_static-0.85', 'sglang-ct', 'sglang_argv.json')) as h:
         argv = json.load(h)['argv']
     assert argv[argv.index('--mem-fraction-static') + 1] == '0.85'
+
+
+# The pictures make plan draws (plugins/plugin_utils/plan_pictures.py), committed as samples the README links to.
+SAMPLES = (('sglang-ct', 'plan.html'), ('pve1', 'topology.html'))
+
+
+def test_the_committed_picture_samples_are_what_make_plan_draws(build):
+    """docs/samples/plan/ holds the pictures of the example inventory byte for byte as this checkout's make plan draws
+    them (no timestamp, no path in them), so they cannot go stale. The plan of the tests above is reused."""
+    if not os.path.isfile(os.path.join(build, 'plan', 'plan-snapshot.json')):
+        assert make_plan(build)[0] == 0
+    for host, name in SAMPLES:
+        fresh = os.path.join(build, 'plan', host, name)
+        sample = os.path.join('docs', 'samples', 'plan', host, name)
+        with open(fresh) as handle, open(os.path.join(ROOT, sample)) as committed:
+            assert handle.read() == committed.read(), '%s is stale; from the checkout: cp %s %s' % (sample, fresh, sample)
 
 
 def test_the_hint_of_make_profile_runs_as_printed(build):

@@ -7,6 +7,7 @@
 #               by llama.cpp, the stand-in for SGLang), report.md/report.html/summary.json, passing gates, the
 #               original deployment restored;
 #   chromium    report.html rendered headless: inline SVG charts, a non-blank screenshot with the chart colours;
+#               make plan's sample pictures (docs/samples/plan) too, with their colours and no console message;
 #   gates       an impossible threshold and a 100x baseline fail the play with the numbers;
 #   smoke-fail  the smoke entry point with a wrong served name fails, naming the feature and showing the answer;
 #   no leak     the API key is in no log and no result file;
@@ -167,6 +168,15 @@ log "case alerts took $((SECONDS - alerts_started)) s ($(cat "${state}/alerts.ti
 
 log "case chromium: headless render of report.html"
 "${lab_python}" "${root}/tests/bench/check_report_screenshot.py" "${results}/report.html" "${state}/screenshot.png" --min-charts 4
+# make plan's committed pictures (docs/samples/plan, fresh by tests/unit/test_plan_console.py) in the same browser:
+# each colour is a part of the picture (plugins/plugin_utils/plan_pictures.py), no console message, well-formed SVG.
+log "case chromium: headless render of make plan's sample pictures (plan.html, topology.html)"
+"${lab_python}" "${root}/tests/bench/check_report_screenshot.py" "${root}/docs/samples/plan/sglang-ct/plan.html" \
+    "${state}/plan.png" --min-charts 1 --window 1280,720 --svg-xml --no-console --colour 1f77b4=weights \
+    --colour 9467bd=mamba-state --colour 2ca02c=kv-cache --colour ff7f0e=activation-reserve
+"${lab_python}" "${root}/tests/bench/check_report_screenshot.py" "${root}/docs/samples/plan/pve1/topology.html" \
+    "${state}/topology.png" --min-charts 1 --window 1280,720 --svg-xml --no-console --colour 76b900=nvidia \
+    --colour 9467bd=vfio-pci --colour 1f77b4=container
 
 log "case gates: impossible threshold and a 100x baseline must fail with the numbers"
 "${lab_python}" - "${state}/baseline.json" <<'PY'
