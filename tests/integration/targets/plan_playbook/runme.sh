@@ -136,6 +136,8 @@ if ansible-playbook "$root/playbooks/plan.yml" -i "$root/inventories/example" \
 fi
 grep -q 'DOES NOT START' "$out/tp2/sglang-ct/plan.md"
 test ! -e "$out/tp2/sglang-ct/files" && test ! -e "$out/tp2/sglang-ct/sglang_argv.json"
+# Nor its picture (plan.html): the passing run drew one, the refused host keeps none.
+test -s "$out/ok/sglang-ct/plan.html" && test ! -e "$out/tp2/sglang-ct/plan.html"
 "$python" - "$out/tp2/sglang-ct/plan.json" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))
@@ -143,6 +145,7 @@ assert [p['kind'] for p in plan['problems']] == ['plan_weights'] and 'cannot loa
 PY
 # The split and the LXC lines do not depend on the TP size: byte-identical (the artefacts are diffable).
 cmp "$out/ok/sglang-ct/lxc_gpu.conf" "$out/tp2/sglang-ct/lxc_gpu.conf"
+cmp "$out/ok/pve1/topology.html" "$out/tp2/pve1/topology.html"
 diff <(grep -v '^#' "$out/ok/pve1/gpu_partition.txt") <(grep -v '^#' "$out/tp2/pve1/gpu_partition.txt")
 
 # A second inventory with a setting on every layer; the profile layer is a profiles directory of its own.
