@@ -640,16 +640,20 @@ def plan_lines(plan, persistence='driverctl'):
         head = '%s [%s] NUMA %s, IOMMU group %s: ' % (item['address'], item['pci_id'], item['numa_node'],
                                                       item['iommu_group'] if item['iommu_group'] is not None else '-')
         before = primary['driver'] or 'unbound'
+        node = '/dev/nvidia%d' % item['device_minor'] if item['device_minor'] is not None else None
         if item['action'] == 'none':
             text = 'stays on %s' % before
         elif item['action'] == 'bind':
-            text = '%s -> %s' % (before, item['target'])
+            # The card's /dev/nvidiaN belongs to the driver it leaves: it goes with it.
+            text = '%s%s -> %s' % (before, ' (%s)' % node if node else '', item['target'])
+            node = None
         elif item['action'] == 'override':
             text = 'on %s, set driver_override=%s' % (before, primary['want_override'])
         else:
-            text = 'on %s, update boot-time persistence (%s)' % (before, persistence)
-        if item['device_minor'] is not None:
-            text += ', /dev/nvidia%d' % item['device_minor']
+            text = 'on %s, boot-time driver (%s): %s -> %s' % (before, persistence, primary['persist_now'] or 'none',
+                                                               primary['persist_want'] or 'none')
+        if node:
+            text += ', ' + node
         companions = ['%s %s%s' % (step['address'][-1:], step['driver'] or 'unbound',
                                    (' -> %s' % (step['want_driver'] or 'host driver')) if step['rebind'] else '')
                       for step in item['functions'][1:]]
@@ -694,8 +698,9 @@ def final_map(topology, targets, vfio_driver=VFIO_DRIVER, vendor_devices=None, p
     return result
 
 
-def driver_map_text(topology, vendor_devices=None):
-    """"address driver" lines for diff mode (every function of every card)."""
+def driver_map_text(topology, vendor_devices=None, persisted=None):
+    """"address driver" lines for diff mode (every function of every card); with ``persisted`` ({address: driver}
+    of the chosen mechanism) also the driver each function gets at the next boot (``boot=``)."""
     functions = topology['functions']
     lines = []
     for primary, members in sorted(cards(topology, vendor_devices).items(), key=lambda kv: pci_address_sort_key(kv[0])):
@@ -706,5 +711,7 @@ def driver_map_text(topology, vendor_devices=None):
                 extra += ' override=%s' % fn['driver_override']
             if fn.get('device_minor') is not None:
                 extra += ' /dev/nvidia%d' % fn['device_minor']
+            if persisted is not None and persisted.get(address):
+                extra += ' boot=%s' % persisted[address]
             lines.append('%s %s%s' % (address, fn['driver'] or 'unbound', extra))
     return '\n'.join(lines) + ('\n' if lines else '')

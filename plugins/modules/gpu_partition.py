@@ -521,11 +521,11 @@ class Partitioner(object):
             self.ensure_driver(topology, self.keep)
 
         changing = bool(binding) or any(item['action'] == 'persist' for item in plan) or bool(stale)
-        before_text = driver_map_text(topology, vendor_devices)
+        before_text = driver_map_text(topology, vendor_devices, persisted)
         if self.module.check_mode or not changing:
             self.result['changed'] = changing
             if self.module._diff:
-                self.result['diff'] = {'before': before_text, 'after': self.predicted_map(topology, plan),
+                self.result['diff'] = {'before': before_text, 'after': self.predicted_map(topology, plan, persisted),
                                        'before_header': 'driver map', 'after_header': 'driver map (planned)'}
             return self.result
 
@@ -536,7 +536,8 @@ class Partitioner(object):
         self.result['gpus'] = final_map(after, targets, self.vfio, vendor_devices, persisted_after)
         self.result['changed'] = True
         if self.module._diff:
-            self.result['diff'] = {'before': before_text, 'after': driver_map_text(after, vendor_devices),
+            self.result['diff'] = {'before': before_text,
+                                   'after': driver_map_text(after, vendor_devices, persisted_after),
                                    'before_header': 'driver map', 'after_header': 'driver map'}
         # A second look at the plan proves the result: nothing may be left to do.
         replan = plan_partition(after, targets, self.vfio, self.keep, vendor_devices, persisted_after, self.persistence)
@@ -545,10 +546,13 @@ class Partitioner(object):
             self.fail('after binding, %s still differ(s) from the desired state' % ', '.join(leftover))
         return self.result
 
-    def predicted_map(self, topology, plan):
+    def predicted_map(self, topology, plan, persisted):
+        """The driver map (and next-boot drivers) the plan leads to, for check mode's diff."""
         functions = dict((k, dict(v)) for k, v in topology['functions'].items())
+        boot = dict(persisted)
         for item in plan:
             for step in item['functions']:
+                boot[step['address']] = step['persist_want']
                 fn = functions[step['address']]
                 fn['driver_override'] = step['want_override']
                 if step['rebind']:
@@ -556,7 +560,7 @@ class Partitioner(object):
                     fn['device_minor'] = None
         predicted = dict(topology)
         predicted['functions'] = functions
-        return driver_map_text(predicted, self.vendor_devices)
+        return driver_map_text(predicted, self.vendor_devices, boot)
 
     def stale_persistence(self, plan, persisted_all):
         """Entries of the mechanism not chosen that this run's cards have (left from a switch of mechanism)."""

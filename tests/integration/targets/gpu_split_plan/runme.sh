@@ -14,9 +14,12 @@ trap 'rm -rf "$out"' EXIT
 # The seed host before the split: NUMA 1 goes to vfio-pci (with the audio functions), NUMA 0 stays on nvidia.
 ansible-playbook "$root/playbooks/plan_gpu_split.yml" -i "$root/inventories/example" -e "llmops_plan_output_dir=$out/seed"
 plan="$out/seed/pve1/gpu_partition.txt"
-test "$(grep -c ': nvidia -> vfio-pci, /dev/nvidia[4-7] (+ .1 snd_hda_intel -> vfio-pci)' "$plan")" -eq 4
+test "$(grep -c ': nvidia (/dev/nvidia[4-7]) -> vfio-pci (+ .1 snd_hda_intel -> vfio-pci)' "$plan")" -eq 4
 test "$(grep -c 'NUMA 0, .*: stays on nvidia, /dev/nvidia[0-3] ' "$plan")" -eq 4
-grep -q '^0000:81:00.0 \[10de:2bb5\] NUMA 1, IOMMU group 14: nvidia -> vfio-pci' "$plan"
+grep -q '^0000:81:00.0 \[10de:2bb5\] NUMA 1, IOMMU group 14: nvidia (/dev/nvidia4) -> vfio-pci' "$plan"
+# The VM side: VM 200 of the inventory gets the four vfio-pci cards, in one qm set (the last line).
+test "$(tail -n 1 "$plan")" = "qm set 200 --hostpci0 0000:81:00.0,pcie=1 --hostpci1 0000:a1:00.0,pcie=1 \
+--hostpci2 0000:c1:00.0,pcie=1 --hostpci3 0000:e1:00.0,pcie=1"
 diff -u - <(grep -v '^#' "$out/seed/sglang-ct/lxc_gpu.conf") <<'CONF'
 dev0: /dev/nvidia0
 dev1: /dev/nvidia1
@@ -36,7 +39,8 @@ grep -q '(null)' "$out/seed.sysfs/pve1/seed_pve_8x_rtx6000_presplit/sys/bus/pci/
 # dynamic nvidia-uvm major.
 ansible-playbook "$root/playbooks/plan_gpu_split.yml" -i "$root/inventories/example" -e "llmops_plan_output_dir=$out/post" \
   -e llmops_plan_sysfs_fixture=seed_pve_8x_rtx6000 -e lxc_gpu_config_mode=raw
-grep -q 'stays on vfio-pci\|update boot-time persistence' "$out/post/pve1/gpu_partition.txt"
+test "$(grep -c 'NUMA 1, .*: on vfio-pci, boot-time driver (driverctl): none -> vfio-pci (+ .1 vfio-pci)' \
+  "$out/post/pve1/gpu_partition.txt")" -eq 4
 grep -q '^# /etc/pve/lxc/101.conf on pve1: GPU lines (nvidia-uvm major 511)$' "$out/post/sglang-ct/lxc_gpu.conf"
 test "$(grep -c '^lxc.cgroup2.devices.allow: c 195:[0-3] rwm$' "$out/post/sglang-ct/lxc_gpu.conf")" -eq 4
 grep -q '^lxc.cgroup2.devices.allow: c 511:0 rwm$' "$out/post/sglang-ct/lxc_gpu.conf"

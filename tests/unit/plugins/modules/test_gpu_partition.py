@@ -136,10 +136,28 @@ def test_check_mode_reports_the_plan_and_writes_nothing(fresh_root, module_calls
     assert result['changed'] is True
     assert kernel.writes == []
     assert [item['action'] for item in result['plan']] == ['none'] * 4 + ['bind'] * 4
-    assert result['plan_lines'][4].startswith('0000:81:00.0 [10de:2bb5] NUMA 1, IOMMU group 14: nvidia -> vfio-pci')
-    assert '0000:81:00.0 nvidia /dev/nvidia4' in result['diff']['before']
-    assert '0000:81:00.0 vfio-pci override=vfio-pci' in result['diff']['after']
+    assert result['plan_lines'][4].startswith('0000:81:00.0 [10de:2bb5] NUMA 1, IOMMU group 14: nvidia (/dev/nvidia4) '
+                                              '-> vfio-pci')
+    assert '0000:81:00.0 nvidia /dev/nvidia4\n' in result['diff']['before']
+    # The diff shows the driver each function gets now and at the next boot (driverctl).
+    assert '0000:81:00.0 vfio-pci override=vfio-pci boot=vfio-pci\n' in result['diff']['after']
+    assert '0000:81:00.1 vfio-pci override=vfio-pci boot=vfio-pci\n' in result['diff']['after']
+    assert '0000:01:00.0 nvidia /dev/nvidia0\n' in result['diff']['after']
     assert not os.path.exists(os.path.join(root, 'etc/driverctl.d'))
+
+
+def test_check_mode_shows_a_persistence_only_change(fresh_root, module_calls, monkeypatch):
+    # The seed after the split with nothing persisted: the drivers stay, the next boot's change is all there is.
+    root = fresh_root('seed_pve_8x_rtx6000')
+    kind, result = run_module(seed_args(root), FakeKernel(root), monkeypatch, check_mode=True, diff=True)
+    assert kind is AnsibleExitJson, result
+    assert result['changed'] is True
+    assert [item['action'] for item in result['plan']][4:] == ['persist'] * 4
+    assert result['plan_lines'][4] == ('0000:81:00.0 [10de:2bb5] NUMA 1, IOMMU group 14: on vfio-pci, boot-time '
+                                       'driver (driverctl): none -> vfio-pci (+ .1 vfio-pci) [entry 1]')
+    assert '0000:81:00.0 vfio-pci override=vfio-pci\n' in result['diff']['before']
+    assert '0000:81:00.0 vfio-pci override=vfio-pci boot=vfio-pci\n' in result['diff']['after']
+    assert result['diff']['before'] != result['diff']['after']
 
 
 def test_unreadable_processes_are_refused_before_anything_changes(fresh_root, module_calls, monkeypatch):
