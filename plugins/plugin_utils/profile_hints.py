@@ -55,16 +55,16 @@ def command(argv):
     return ' '.join(shlex.quote(str(word)) for word in argv)
 
 
-def rerun(invocation, force=False, diff=False, dest=None):
-    """The operator's own command again (argv), with FORCE=1, DIFF=1 (check mode, diff, nothing written) or another
-    DEST; through make as make, through ansible-playbook as ansible-playbook."""
+def rerun(invocation, force=False, diff=False, dest=None, endpoint=None):
+    """The operator's own command again (argv), with FORCE=1, DIFF=1 (check mode, diff, nothing written), another
+    DEST or an ENDPOINT; through make as make, through ansible-playbook as ansible-playbook."""
     args = [(str(k), v) for k, v in invocation.get('args') or []]
     if invocation.get('make_dir'):
-        own = _MAKE_OWN + (('DEST',) if dest else ())
+        own = _MAKE_OWN + (('DEST',) if dest else ()) + (('ENDPOINT',) if endpoint else ())
         argv = _make(invocation, 'profile') + ['%s=%s' % (k, v) for k, v in args if k not in own]
         return argv + (['FORCE=1'] if force else []) + (['DIFF=1'] if diff else []) + (
-            ['DEST=%s' % dest] if dest else [])
-    own = _PLAYBOOK_OWN + (('profile_dest',) if dest else ())
+            ['DEST=%s' % dest] if dest else []) + (['ENDPOINT=%s' % endpoint] if endpoint else [])
+    own = _PLAYBOOK_OWN + (('profile_dest',) if dest else ()) + (('profile_endpoint',) if endpoint else ())
     argv = ['ansible-playbook', invocation['playbook']]
     for source in invocation.get('inventory') or []:
         argv += ['-i', source]
@@ -75,7 +75,8 @@ def rerun(invocation, force=False, diff=False, dest=None):
         argv += ['--check', '--diff']
     if force or diff:
         argv += ['-e', 'profile_force=true']
-    return argv + (['-e', 'profile_dest=%s' % dest] if dest else [])
+    return argv + (['-e', 'profile_dest=%s' % dest] if dest else []) + (
+        ['-e', 'profile_endpoint=%s' % endpoint] if endpoint else [])
 
 
 def plan(invocation, name, tp_size, spec_off=False):
@@ -161,6 +162,10 @@ def lines(result, invocation, check_mode=False):
     replace a profile, the commands that go on."""
     if result.get('exists'):
         return refused(invocation, result)
+    if result.get('endpoints'):
+        # The inventory's servers download from different mirrors: which one to read, as a command each.
+        return ['the inventory\'s sglang_servers download from different Hub endpoints (hf_model_endpoint): read '
+                'from one of them:'] + ['  %s' % command(rerun(invocation, endpoint=e)) for e in result['endpoints']]
     if result.get('failed') or not result.get('profile'):
         return []
     return unverified(invocation, result) + written(invocation, result, check_mode)

@@ -12,7 +12,8 @@
 #   keep       an edited profile is not replaced without force; check mode writes nothing;
 #   hints      from another directory, with a relative DEST and no endpoint but the inventory's hf_model_endpoint (the
 #              hf_model role's): the repo is read through the mirror, and each command printed on the refusal to replace
-#              an edited profile (see the difference, replace it, write it elsewhere) is run as printed.
+#              an edited profile (see the difference, replace it, write it elsewhere) is run as printed; servers on
+#              two mirrors are refused with a command per endpoint.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=../setup_collection_root/collection_root.sh
@@ -183,4 +184,14 @@ grep -q '^-# edited by the operator' "${state}/h3.log" || { tail -n 30 "${state}
 [ -f "${state}/operator/deepseek-v3.new.yml" ] || fail "the DEST command wrote elsewhere"
 (cd "${state}/operator" && eval "${cmds[1]}") >"${state}/h5.log" 2>&1 || { tail -n 30 "${state}/h5.log"; fail "the FORCE command"; }
 cmp -s "${state}/operator/mine/deepseek-v3.yml" "${state}/operator/deepseek-v3.new.yml" || fail "FORCE did not write the profile"
+# Two servers on different mirrors: refused before any read, with the command for each (the first one is run).
+printf '        gpu2:\n          hf_model_endpoint: http://127.0.0.1:9\n' >>"${state}/operator/inv/hosts.yml"
+if here_profile -e profile_repo=deepseek-ai/DeepSeek-V3 -e profile_dest=elsewhere >"${state}/h6.log" 2>&1; then
+    fail "servers with different endpoints were not refused"
+fi
+first="$(grep -o "  ansible-playbook [^']*-e profile_endpoint=${endpoint}" "${state}/h6.log" | head -n 1)"
+[ -n "${first}" ] && grep -q 'profile_endpoint=http://127.0.0.1:9' "${state}/h6.log" ||
+    { tail -n 20 "${state}/h6.log"; fail "the different endpoints' commands"; }
+(cd "${state}/operator" && eval "${first}") >"${state}/h7.log" 2>&1 || { tail -n 30 "${state}/h7.log"; fail "the endpoint command"; }
+grep -q "read through ${endpoint} (profile_endpoint)" "${state}/h7.log" || fail "the endpoint command read elsewhere"
 log "ok: all cases passed"

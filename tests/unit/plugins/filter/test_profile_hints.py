@@ -162,3 +162,10 @@ def test_check_mode_says_how_to_write_it():
     result = dict(result_of(profile, guesses, os.path.join(MODELS, 'b.yml')), diff=dict(before='old'))
     lines = hints(result, make_from(ROOT, [('REPO', 'a/b'), ('DIFF', '1')]), check_mode=True)
     assert lines[-1] == 'nothing written (check mode); to write it: make profile REPO=a/b FORCE=1'
+
+
+def test_servers_with_different_endpoints_get_a_command_per_endpoint():
+    args = [('REPO', 'a/b'), ('INVENTORY', 'inventories/prod'), ('ENDPOINT', '')]
+    lines = hints(dict(endpoints=['http://m1:8090', 'http://m2:8090']), make_from(ROOT, args))
+    assert lines[1:] == ['  make profile REPO=a/b INVENTORY=inventories/prod ENDPOINT=http://m1:8090',
+                         '  make profile REPO=a/b INVENTORY=inventories/prod ENDPOINT=http://m2:8090'], lines
