@@ -419,11 +419,11 @@ MILESTONES = (
                                example='[TP0] Capture target verify CUDA graph begin. backend=full, '
                                        'num_tokens_per_req=4, avail mem=19.53 GB')]),
     ('cuda_graph_end', [text(['Capture ', Raw(r'(?:(?P<graph>.+?) )?'), OneOf('CUDA graph', 'cuda graph'), ' end.'],
-                            'sglang',
-                            source='model_executor/model_runner_components/cuda_graph_setup.py:695 (prefill) and '
-                                   ':787 (decode, verify), speculative/eagle_worker_v2.py:531 and :652',
-                            example='[TP0] Capture target verify CUDA graph end. bs=[1, 2, 4, 8, 12, 16, 24], '
-                                    'elapsed=21.33 s, mem usage=1.85 GB, avail mem=17.68 GB.')]),
+                             'sglang',
+                             source='model_executor/model_runner_components/cuda_graph_setup.py:695 (prefill) and '
+                                    ':787 (decode, verify), speculative/eagle_worker_v2.py:531 and :652',
+                             example='[TP0] Capture target verify CUDA graph end. bs=[1, 2, 4, 8, 12, 16, 24], '
+                                     'elapsed=21.33 s, mem usage=1.85 GB, avail mem=17.68 GB.')]),
     ('max_total_num_tokens', [text(['max_total_num_tokens=', INT()], 'sglang', source='managers/scheduler.py:1269',
                                    example='[TP0] max_total_num_tokens=715559, chunked_prefill_size=8192, '
                                            'max_prefill_tokens=16384, max_running_requests=22, context_len=262144, '

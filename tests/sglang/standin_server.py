@@ -104,8 +104,8 @@ def shard_bar(total, delay):
         rate_fmt = '?it/s' if rate is None else ('%5.2fit/s' % rate if rate >= 1 else '%5.2fs/it' % (1 / rate))
         remaining = '?' if rate is None else _interval((total - done) / rate)
         sys.stdout.write('\r' + BAR_FORMAT.format(desc=BAR_DESC, percentage=100.0 * done / total, n_fmt=done,
-                                                   total_fmt=total, elapsed=_interval(elapsed), remaining=remaining,
-                                                   rate_fmt=rate_fmt))
+                                                  total_fmt=total, elapsed=_interval(elapsed), remaining=remaining,
+                                                  rate_fmt=rate_fmt))
         sys.stdout.flush()
     show(0)
     for done in range(1, total + 1):
