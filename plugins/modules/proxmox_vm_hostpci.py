@@ -226,9 +226,9 @@ class VmHostpci(object):
         self.result['commands'] = [' '.join(['qm'] + argv[1:])]
         if status != 'stopped' and not self.module.params['allow_running']:
             self.fail('it is %s: Proxmox cannot hot-plug hostpci devices, so `%s` would only queue pending changes '
-                      'until its next start by Proxmox. Stop it first (qm shutdown %s), or set allow_running (the '
-                      "gpu_partition role's gpu_partition_vm_allow_running: true) and restart it later with qm "
-                      'reboot %s (a reboot inside the guest does not apply them). Nothing was changed.'
+                      'until its next start by Proxmox. Stop it first (`qm shutdown %s`), or set allow_running (the '
+                      "gpu_partition role's gpu_partition_vm_allow_running: true) and restart it later with "
+                      '`qm reboot %s` (a reboot inside the guest does not apply them). Nothing was changed.'
                       % (status, self.result['commands'][0], self.vmid, self.vmid))
         self.result.update(changed=True, pending=status != 'stopped')
         if self.module._diff:
