@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import json
 import re
 import os
@@ -246,9 +247,18 @@ def test_a_start_that_drifts_from_its_plan_warns_with_both_numbers(host):
     assert "startup_overhead_gib (rtx-pro-6000-blackwell-server: 4.40 GiB planned, 1.40 GiB logged" in warning
 
 
+@functools.lru_cache(maxsize=None)
+def _journald_lines(scenario, seconds):
+    return tuple(_run_standin(scenario, seconds))
+
+
 def journald_lines(scenario, seconds=1.0):
     """The stand-in's output as journald stores it: one entry per newline (the shard bar's carriage returns stay
-    inside its entry, journald-stream.c)."""
+    inside its entry, journald-stream.c). One run per scenario for all the tests."""
+    return list(_journald_lines(scenario, seconds))
+
+
+def _run_standin(scenario, seconds):
     env = dict(os.environ, SGLANG_STANDIN_SCENARIO=scenario, SGLANG_STANDIN_DELAY='0')
     cmd = [sys.executable, STANDIN, '--model-path', '/m', '--served-model-name', 'qwen3.5-122b', '--tp-size', '4',
            '--host', '127.0.0.1', '--port', str(free_port()), '--api-key', KEY]
