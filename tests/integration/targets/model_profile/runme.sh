@@ -190,8 +190,10 @@ if here_profile -e profile_repo=deepseek-ai/DeepSeek-V3 -e profile_dest=elsewher
     fail "servers with different endpoints were not refused"
 fi
 first="$(grep -o "  ansible-playbook [^']*-e profile_endpoint=${endpoint}" "${state}/h6.log" | head -n 1)"
-[ -n "${first}" ] && grep -q 'profile_endpoint=http://127.0.0.1:9' "${state}/h6.log" ||
-    { tail -n 20 "${state}/h6.log"; fail "the different endpoints' commands"; }
+if [ -z "${first}" ] || ! grep -q 'profile_endpoint=http://127.0.0.1:9' "${state}/h6.log"; then
+    tail -n 20 "${state}/h6.log"
+    fail "the different endpoints' commands"
+fi
 (cd "${state}/operator" && eval "${first}") >"${state}/h7.log" 2>&1 || { tail -n 30 "${state}/h7.log"; fail "the endpoint command"; }
 grep -q "read through ${endpoint} (profile_endpoint)" "${state}/h7.log" || fail "the endpoint command read elsewhere"
 log "ok: all cases passed"
