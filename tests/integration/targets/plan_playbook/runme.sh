@@ -72,14 +72,17 @@ assert deployment['settings']['speculative_num_draft_tokens'] == {'value': 4, 's
 assert argv_json['environment']['NCCL_P2P_DISABLE'] == '1', argv_json
 
 # The split: exactly the four NUMA-1 cards (and their audio functions) move to vfio-pci, the NUMA-0 ones stay.
-split = [line for line in open(os.path.join(top, 'pve1/gpu_partition.txt')).read().splitlines() if not line.startswith('#')]
+lines = [line for line in open(os.path.join(top, 'pve1/gpu_partition.txt')).read().splitlines() if not line.startswith('#')]
+split = [line for line in lines if not line.startswith('qm set ')]
 assert len(split) == 8, split
-moved = sorted(line.split()[0] for line in split if 'nvidia -> vfio-pci' in line)
+moved = sorted(line.split()[0] for line in split if re.search(r': nvidia \(/dev/nvidia\d\) -> vfio-pci', line))
 stays = sorted(line.split()[0] for line in split if 'stays on nvidia' in line)
 numa = dict((line.split()[0], int(re.search(r'NUMA (\d+)', line).group(1))) for line in split)
 assert moved == sorted(a for a, n in numa.items() if n == 1) and len(moved) == 4, split
 assert stays == sorted(a for a, n in numa.items() if n == 0) and len(stays) == 4, split
-assert all('snd_hda_intel -> vfio-pci' in line for line in split if 'nvidia -> vfio-pci' in line), split
+assert all('snd_hda_intel -> vfio-pci' in line for line in split if '-> vfio-pci' in line), split
+# Then the VM side: VM 200 of the inventory takes the four moved cards, in hostpci0..3 (llmops_deployment.vfio_vms).
+assert lines[8:] == ['qm set 200 ' + ' '.join('--hostpci%d %s,pcie=1' % (n, a) for n, a in enumerate(moved))], lines
 
 # The container gets the four NUMA-0 GPUs plus the control and UVM nodes.
 lxc = [line for line in open(os.path.join(ct, 'lxc_gpu.conf')).read().splitlines() if not line.startswith('#')]
