@@ -49,7 +49,7 @@ def lab(tmp_path_factory):
 def run(argv, lab, shell=False):
     _coll, operator, env = lab
     proc = subprocess.run(argv, cwd=operator, env=env, shell=shell, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=540)
+                          universal_newlines=True, timeout=540, check=False)
     return proc.returncode, proc.stdout
 
 
@@ -141,7 +141,7 @@ def test_caller_dir_is_where_relative_paths_start_when_pwd_is_not_the_callers(la
     os.makedirs(os.path.join(operator, 'out'))
     proc = subprocess.run(['make', '-C', coll, 'profile', 'SRC=ckpt', 'DEST=out', 'CALLER_DIR=%s' % operator],
                           cwd='/', env=dict(env, PWD='/'), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=300)
+                          universal_newlines=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout
     # No REPO: the profile is named after the directory.
     assert 'wrote: %s ' % os.path.join(operator, 'out', 'ckpt.yml') in proc.stdout, proc.stdout
