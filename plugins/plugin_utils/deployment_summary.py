@@ -70,8 +70,10 @@ def proxmox_lines(host, deployment):
     nvidia, vfio = deployment.get('nvidia_addresses') or [], deployment.get('vfio_addresses') or []
     containers = ', '.join('%s (CT %s, %d GPUs)' % (c.get('host'), c.get('ctid'), len(c.get('addresses') or []))
                            for c in deployment.get('containers') or [])
-    return ['%s  Proxmox host: %d GPUs on nvidia%s, %d on vfio-pci (VMs)%s' % (
-        host, len(nvidia), (' (' + containers + ')') if containers else '', len(vfio),
+    vms = ', '.join('VM %s (%d GPUs)' % (vm.get('vmid'), len(vm.get('hostpci') or []))
+                    for vm in deployment.get('vfio_vms') or [])
+    return ['%s  Proxmox host: %d GPUs on nvidia%s, %d on vfio-pci (%s)%s' % (
+        host, len(nvidia), (' (' + containers + ')') if containers else '', len(vfio), vms or 'VMs',
         ', SEV-SNP' if deployment.get('sev_snp') else '')]
 
 

@@ -34,6 +34,14 @@ def test_the_first_refusal_comes_first_and_failed_hosts_are_named():
         summary(['a'], ['a'])
 
 
+def test_the_vms_that_take_the_vfio_cards_are_named():
+    host = {'kind': 'proxmox_host', 'nvidia_addresses': [], 'vfio_addresses': ['x', 'y', 'z'],
+            'vfio_vms': [{'vmid': 200, 'hostpci': [{'slot': 0, 'address': 'x'}, {'slot': 1, 'address': 'y'}]},
+                         {'vmid': 201, 'hostpci': [{'slot': 4, 'address': 'z'}]}]}
+    assert summary({'pve': host}, ['pve'], []) == [
+        'pve  Proxmox host: 0 GPUs on nvidia, 3 on vfio-pci (VM 200 (2 GPUs), VM 201 (1 GPUs))']
+
+
 def test_the_deploy_and_make_plan_print_the_same_lines(tmp_path):
     """make plan's console (tests/tools/plan_console.py) reads the deployment.json files make plan wrote; the deploy
     gives the filter llmops_deployment itself. Both go through deployment_summary.host_lines: rendered here from
