@@ -134,7 +134,7 @@ def test_check_mode_and_the_async_keyword_run_the_module_as_before(clock, printe
     action = make_action(dict(ARGS), clock, async_val=900)
     res = action.run(task_vars={})
     assert res['ansible_job_id'] == 'j42' and printed == []
-    assert [(n, a, w, l) for n, a, w, l in action.calls] == [(MODULE, ARGS, True, 900)]
+    assert action.calls == [(MODULE, ARGS, True, 900)]
 
 
 def test_a_failed_start_is_the_modules_failure(clock, printed):
