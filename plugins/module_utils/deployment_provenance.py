@@ -29,9 +29,9 @@ import json
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import BY_NAME
 
 REDACTED = '<redacted>'
-TEMPLATE = 'roles/sglang_server/templates/etc/systemd/system/sglang.service.j2'
-# The unit's own Environment= lines before the resolved environment (TEMPLATE writes them; a unit test holds the two
-# to the same names and values): (name, value with {instance}, why).
+# The unit's own Environment= lines before the resolved environment (the sglang_server role's unit template writes
+# them; a unit test holds the two to the same names and values, so the resolver never reads another role's files):
+# (name, value with {instance}, why).
 UNIT_ENVIRONMENT = (
     ('HOME', '%S/sglang/{instance}', 'the service\'s StateDirectory'),
     ('XDG_CACHE_HOME', '%C/sglang/{instance}', 'the service\'s CacheDirectory'),
@@ -329,7 +329,7 @@ def rows(view):
         out += [dict(kind='flag', name=name, value=value, source=source) for name, value in _pairs(words)]
     for name, value, why in UNIT_ENVIRONMENT:
         out.append(dict(kind='env', name=name, value=value.format(instance=view['instance']),
-                        source='collection rule: %s (the sglang_server role\'s unit, %s)' % (why, TEMPLATE)))
+                        source='collection rule: %s (written by the sglang_server role\'s unit)' % why))
     for key, value in sorted(rendered['env'].items()):
         out.append(dict(kind='env', name=key, value=value, source=_env_source(view, key)))
     if view['api_key_set']:

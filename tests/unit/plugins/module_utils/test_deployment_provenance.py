@@ -168,9 +168,10 @@ def test_secrets_are_redacted():
 
 
 def test_the_unit_template_writes_the_directories_the_provenance_names():
-    with open(os.path.join(ROOT, dp.TEMPLATE)) as handle:
+    with open(os.path.join(ROOT, 'roles/sglang_server/templates/etc/systemd/system/sglang.service.j2')) as handle:
         found = re.findall(r'^Environment=([A-Z_]+)=(.*)$', handle.read(), re.M)
-    literal = [(k, v.replace('{{ _sglang_server_instance }}', '{instance}')) for k, v in found if '{{ line }}' not in v]
+    # The template's one Jinja expression in these lines is the instance name.
+    literal = [(k, re.sub(r'\{\{ *\w+ *\}\}', '{instance}', v)) for k, v in found if '{{ line }}' not in v]
     assert literal == [(name, value) for name, value, dummy in dp.UNIT_ENVIRONMENT]
 
 
