@@ -114,7 +114,7 @@ def run(hosts, out_root):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--hosts', default='2,8,16,32,64', help='comma-separated host counts (even)')
     parser.add_argument('--out', default=os.path.join(ROOT, 'build', 'plan-fleet'))
     parser.add_argument('--json', help='also write the rows as JSON here')

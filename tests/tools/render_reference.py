@@ -230,7 +230,7 @@ def cmd_compare(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--root', default=ROOT, help='the collection checkout (default: this one)')
     parser.add_argument('--out', default=None, help='where to render (default: <root>/build/render-reference)')
     sub = parser.add_subparsers(dest='command', required=True)
