@@ -20,11 +20,12 @@ source "${REPO_ROOT}/tests/lab/lib.sh"
 export PATH="${PATH}:/usr/sbin:/sbin"
 
 # Bump when something outside the recipe text below changes the image.
-RECIPE_VERSION=4
+RECIPE_VERSION=5
 SUITE=bookworm
 # driverctl is the persistence mechanism under test; iproute2 brings an interface UP for the "in use" refusal.
 # dbus: systemd-run (the DevicePolicy= probe of systemd_device_policy_info) needs the system bus, as on every real host.
-GUEST_PACKAGES="systemd-sysv,udev,openssh-server,driverctl,python3,kmod,iproute2,dbus"
+# lxc: Debian's LXC, which starts a real container with the device, mount and cpuset lines lxc_gpu renders (lxc.yml).
+GUEST_PACKAGES="systemd-sysv,udev,openssh-server,driverctl,python3,kmod,iproute2,dbus,lxc"
 # Modules the initramfs loads to mount the root (with their dependencies, resolved by modprobe --show-depends).
 INITRD_MODULES="virtio_pci virtio_blk crc32c_generic ext4"
 IMAGE_SIZE=1G
@@ -76,7 +77,8 @@ UNIT
         dev-mqueue.mount sys-fs-fuse-connections.mount sys-kernel-config.mount systemd-sysusers.service \
         systemd-update-utmp.service systemd-random-seed.service systemd-journal-flush.service systemd-rfkill.socket \
         modprobe@loop.service modprobe@fuse.service modprobe@dm_mod.service modprobe@configfs.service \
-        modprobe@drm.service modprobe@efi_pstore.service; do
+        modprobe@drm.service modprobe@efi_pstore.service lxc.service lxc-net.service lxc-monitord.service \
+        dnsmasq.service; do
         ln -sf /dev/null "${root}/etc/systemd/system/${unit}"
     done
     # udev would load these for q35's emulated chipset and the host CPU's features; none matters to the test, and
@@ -85,6 +87,12 @@ UNIT
         intel_pmc_bxt lpc_ich i2c_i801 i2c_smbus psmouse pcspkr parport_pc ppdev parport cfg80211 rfkill evdev \
         serio_raw button crct10dif_pclmul crc32_pclmul ghash_clmulni_intel sha512_ssse3 sha256_ssse3 sha1_ssse3 \
         aesni_intel binfmt_misc qemu_fw_cfg >"${root}/etc/modprobe.d/llmops-vm-blacklist.conf"
+    # The root of the LXC container of lxc.yml: a static busybox and nothing else (the guest has no network for a
+    # template); the device nodes and mounts under test are the only things in it besides what LXC sets up.
+    install -d "${root}/var/lib/llmops-ct/rootfs/bin" "${root}/var/lib/llmops-ct/rootfs/dev" \
+        "${root}/var/lib/llmops-ct/rootfs/proc" "${root}/var/lib/llmops-ct/rootfs/sys" "${root}/var/lib/llmops-ct/rootfs/tmp"
+    install -m 0755 /bin/busybox "${root}/var/lib/llmops-ct/rootfs/bin/busybox"
+    ln -sf busybox "${root}/var/lib/llmops-ct/rootfs/bin/sh"
     # Serial console login for debugging (console=ttyS0 on the kernel command line).
     ln -sf /lib/systemd/system/serial-getty@.service \
         "${root}/etc/systemd/system/getty.target.wants/serial-getty@ttyS0.service"

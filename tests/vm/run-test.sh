@@ -7,6 +7,8 @@
 #   1. tests/vm/split.yml: bind one NIC by address to vfio-pci while its twin stays on e1000e, idempotence, the
 #      refusals (open handle on /dev/vfio/<group>, an interface that is UP, a foreign group member, a non-root run),
 #      and the DevicePolicy= probe of systemd_device_policy_info (enforced on a real kernel with unified cgroups);
+#      then, in the same boot, tests/vm/lxc.yml: a real LXC container (Debian's lxc) started with the device, mount
+#      and cpuset lines lxc_gpu_config renders, on device nodes at the NVIDIA majors;
 #   2. the guest powers off and boots again from the same disk (a qcow2 overlay over the cached image);
 #   3. tests/vm/after-reboot.yml: the split persisted (driverctl), a role run changes nothing, the card goes back.
 #
@@ -130,6 +132,15 @@ playbook split.yml || rc=$?
 [ "${rc}" -ne 0 ] || [ -s "${RUN}/before-reboot.json" ] || rc=1
 split_s=$((SECONDS - split_started))
 
+# In the same boot: the real LXC container (no extra boot; its seconds are reported on their own).
+lxc_s=0
+if [ "${rc}" -eq 0 ]; then
+    lxc_started=${SECONDS}
+    playbook lxc.yml || rc=$?
+    [ "${rc}" -ne 0 ] || [ -s "${RUN}/lxc.json" ] || rc=1
+    lxc_s=$((SECONDS - lxc_started))
+fi
+
 reboot_s=0
 after_s=0
 if [ "${rc}" -eq 0 ]; then
@@ -160,9 +171,10 @@ lab_log "---- gpu_partition VM test ----"
 lab_log "guest image: ${build_s} s (cached when the recipe is unchanged)"
 lab_log "first boot to SSH: ${boot_s} s"
 lab_log "split.yml (split, idempotence, refusals): ${split_s} s"
+lab_log "lxc.yml (a real LXC container with lxc_gpu's lines): ${lxc_s} s"
 lab_log "power-off + second boot to SSH: ${reboot_s} s"
 lab_log "after-reboot.yml (persisted, idempotent, give back): ${after_s} s"
-for state in before-reboot after-reboot; do
+for state in before-reboot lxc after-reboot; do
     [ -f "${RUN}/${state}.json" ] && lab_log "${state} steps: $(cat "${RUN}/${state}.json")"
 done
 lab_log "total: $((SECONDS - started)) s; load: $(cut -d' ' -f1-3 /proc/loadavg); result: $([ "${rc}" -eq 0 ] && echo PASSED || echo FAILED)"
