@@ -14,9 +14,9 @@ from ansible_collections.llmops.inference.plugins.module_utils.deployment_vms im
 VFIO = ['0000:81:00.0', '0000:a1:00.0', '0000:c1:00.0', '0000:e1:00.0']
 
 
-def resolve(raw, vfio=VFIO, ctids=None):
+def resolve(raw, vfio=None, ctids=None):
     problems = Problems('pve1')
-    return resolve_vms(raw, vfio, ctids or {101: 'sglang-ct'}, problems), problems.lines()
+    return resolve_vms(raw, list(VFIO if vfio is None else vfio), ctids or {101: 'sglang-ct'}, problems), problems.lines()
 
 
 def test_unset_hands_nothing():
