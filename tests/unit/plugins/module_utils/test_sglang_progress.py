@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import glob
+import json
 import os
 import re
 
@@ -18,7 +19,13 @@ import pytest
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_progress
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures')
-SHARD_LOG = os.path.join(FIXTURES, 'sglang_progress', 'qwen2.5-7b-instruct-tp1-docs-tool-parser.log')
+# A JSON string, as the notebook it comes from stores it: the carriage returns stay bytes of the data, not line ends.
+SHARD_LOG = os.path.join(FIXTURES, 'sglang_progress', 'qwen2.5-7b-instruct-tp1-docs-tool-parser.json')
+
+
+def shard_log_text():
+    with open(SHARD_LOG) as handle:
+        return json.load(handle)['text']
 
 
 def blocks(path):
@@ -81,8 +88,7 @@ def test_the_load_milestones_are_as_far_apart_as_sglang_timed_the_load(name, ind
 
 def test_the_shard_bar_of_a_real_start_gives_each_percentage_once():
     # tqdm's carriage returns kept, as SGLang wrote them (the file's README has the source).
-    with open(SHARD_LOG, newline='') as handle:
-        text = handle.read()
+    text = shard_log_text()
     bars = re.findall(r'checkpoint shards: +(\d+)% Completed \| (\d+)/(\d+)', text)
     found = [item for item in sglang_progress.parse(text.split('\n')) if item['name'] == 'weight_shards']
     # Each distinct update once (tqdm shows the last one again when it closes).
@@ -92,8 +98,7 @@ def test_the_shard_bar_of_a_real_start_gives_each_percentage_once():
 
 
 def test_a_burst_of_shard_updates_is_reported_as_its_last_one():
-    with open(SHARD_LOG, newline='') as handle:
-        text = handle.read()
+    text = shard_log_text()
     tracker = sglang_progress.Tracker()
     # journald stores the whole bar as one entry (one time): one progress line, the last percentage.
     items = tracker.add(text[text.index('\rLoading'):text.index('\n', text.index('\rLoading'))], at=1000.0)

@@ -1,7 +1,7 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""proxmox_vm_hostpci through its argument spec, against the lab's stand-in qm (extensions/molecule/lxc_gpu/files/qm,
+"""proxmox_vm_hostpci through its argument spec, against the lab's stand-in qm (extensions/molecule/lxc_gpu/files/qm.py,
 a real program keeping VM configs in Proxmox's file format) in a temporary directory."""
 
 from __future__ import absolute_import, division, print_function
@@ -10,6 +10,7 @@ __metaclass__ = type
 
 import os
 import shutil
+import sys
 
 import pytest
 
@@ -21,7 +22,9 @@ from ansible_collections.llmops.inference.plugins.modules import proxmox_vm_host
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 LAB = os.path.join(ROOT, 'extensions', 'molecule', 'lxc_gpu', 'files')
-QM = os.path.join(LAB, 'qm')
+# The stand-in is a plain script (qm.py, no interpreter line); the lab installs it as qm, the tests run it through a
+# wrapper with this interpreter (the pve fixture sets QM).
+QM = None
 CARDS = [dict(slot=1, address='0000:81:00.0'), dict(slot=2, address='0000:a1:00.0')]
 
 
@@ -36,6 +39,10 @@ def pve(tmp_path, monkeypatch):
     monkeypatch.setenv('QM_STUB_ETC', str(etc))
     monkeypatch.setenv('QM_STUB_STATE', str(state))
     monkeypatch.setenv('QM_STUB_LOG', str(tmp_path / 'log'))
+    wrapper = tmp_path / 'qm'
+    wrapper.write_text('#!/bin/sh\nexec %s %s "$@"\n' % (sys.executable, os.path.join(LAB, 'qm.py')))
+    wrapper.chmod(0o755)
+    monkeypatch.setitem(globals(), 'QM', str(wrapper))
     calls = []
     original = basic.AnsibleModule.run_command
 

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # Lab stand-in for Proxmox's qm (the lxc_gpu molecule scenario): config, status and set of a VM, on the VM's config
 # file in Proxmox's format (/etc/pve/qemu-server/<vmid>.conf: description comments, the current keys sorted, then
 # [PENDING], then snapshots; qemu-server's PVE::QemuServer::write_vm_config). What it prints is read back from that
@@ -11,7 +10,8 @@
 #                                  refused, as qm does
 #   qm reboot|shutdown|start <vmid>  the state file changes; reboot and shutdown apply [PENDING] (a new QEMU process
 #                                  starts from the config), as Proxmox does
-# QM_STUB_ETC and QM_STUB_STATE move the two directories (tests outside the lab instance).
+# QM_STUB_ETC and QM_STUB_STATE move the two directories (tests outside the lab instance). Installed as
+# /usr/local/sbin/qm with the instance's interpreter line prepended (prepare.yml); tests run it with their python.
 import os
 import re
 import sys
