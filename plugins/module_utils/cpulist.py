@@ -70,6 +70,17 @@ def format_cpulist(intervals):
     return ','.join('%d' % low if low == high else '%d-%d' % (low, high) for low, high in _merge(intervals))
 
 
+def intersect_cpulists(a, b):
+    """The CPUs of two CPU lists in common, formatted ('' when none): ``('0-127', '64-255')`` -> ``'64-127'``."""
+    common = []
+    for low_a, high_a in parse_cpulist(a):
+        for low_b, high_b in parse_cpulist(b):
+            low, high = max(low_a, low_b), min(high_a, high_b)
+            if low <= high:
+                common.append((low, high))
+    return format_cpulist(common)
+
+
 def union_cpulists(texts):
     """The union of several CPU lists, formatted: ``['0-3,8', '4-7']`` -> ``'0-8'``."""
     intervals = []

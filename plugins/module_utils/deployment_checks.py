@@ -145,6 +145,9 @@ def coerce(entry, value, problems, source=''):
         out = []
         elements = entry.get('elements')
         for index, item in enumerate(value):
+            if elements == 'path' and _blank_ends(item):
+                problems.add('%s[%d]' % (name, index), item, _BLANK_ENDS, 'write it without them: %r' % item.strip())
+                return _NOVALUE
             if elements in ('int', 'float', 'bool', 'str', 'path'):
                 converted, error = _coerce_scalar(elements, item)
                 if error:
@@ -165,16 +168,36 @@ def coerce(entry, value, problems, source=''):
             problems.add(name, value, 'must be a mapping', 'give a YAML mapping (key: value)')
             return _NOVALUE
         return dict(value)
+    if kind == 'path' and _blank_ends(value):
+        problems.add(name, value, _BLANK_ENDS, 'write it without them: %r' % value.strip())
+        return _NOVALUE
     converted, error = _coerce_scalar(kind, value)
     if error:
-        problems.add(name, value, error, _fix_for(entry, kind))
+        problems.add(name, value, error, _fix_for(entry, kind, value))
         return _NOVALUE
     return converted
 
 
-def _fix_for(entry, kind):
+_BLANK_ENDS = 'begins or ends with white space (a path with a trailing blank names another directory)'
+
+
+def _blank_ends(value):
+    return isinstance(value, str) and value != value.strip()
+
+
+_SIZE_SUFFIX = re.compile(r'^\s*(\d+)\s*([kKmM])\s*$')
+
+
+def _fix_for(entry, kind, value=None):
     default = entry.get('default')
     if kind == 'int':
+        sized = _SIZE_SUFFIX.match(value) if isinstance(value, str) else None
+        if sized:
+            factor = 1024 if sized.group(2) in 'kK' else 1024 * 1024
+            return 'set %s to a whole number: %s%s = %d' % (entry['name'], sized.group(1), sized.group(2),
+                                                           int(sized.group(1)) * factor)
+        if isinstance(value, float) and not isinstance(value, bool):
+            return 'set %s to a whole number, e.g. %d' % (entry['name'], int(value))
         example = default if isinstance(default, int) and not isinstance(default, bool) else (entry.get('min') or 1)
         return 'set %s to a whole number, e.g. %s' % (entry['name'], example)
     if kind == 'float':

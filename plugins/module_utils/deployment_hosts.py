@@ -20,7 +20,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.cpulist import CpuListError, format_cpulist, parse_cpulist
+from ansible_collections.llmops.inference.plugins.module_utils.cpulist import (
+    CpuListError, format_cpulist, intersect_cpulists, parse_cpulist)
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_vms import resolve_vms
 
@@ -89,6 +90,14 @@ def numa_cpus(raw):
                            'node%d/cpulist on the host' % node))
             continue
         out[node] = format_cpulist(intervals)
+    # The kernel gives every CPU to one node: a CPU in two lists is a copy-paste mistake (the deploy would refuse it
+    # later, against the host's sysfs).
+    for first, second in ((a, b) for a in sorted(out) for b in sorted(out) if a < b):
+        common = intersect_cpulists(out[first], out[second])
+        if common:
+            errors.append(('llmops_host_numa_cpus.%d' % second, out[second], 'CPUs %s are also in node %d (%s): a CPU '
+                           'belongs to one NUMA node' % (common, first, out[first]), 'copy each list from '
+                           '/sys/devices/system/node/node<N>/cpulist on the host'))
     return out, errors
 
 

@@ -24,6 +24,8 @@ from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks
     coerce,
     nearest,
 )
+from ansible_collections.llmops.inference.plugins.module_utils.profile_schema import SERVING
+from ansible_collections.llmops.inference.plugins.module_utils.sglang_flags import DECIDED_ENV
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import (
     BY_NAME,
     COLLECTION_PREFIXES,
@@ -45,6 +47,32 @@ def role_of(name):
     return None
 
 
+def _serving_keys(schema, name='', path='serving'):
+    """{'speculative_algorithm': 'serving.speculative.algorithm', ...}: the model profile's serving keys, flattened."""
+    out = {}
+    for key, (dummy, dummy_required, nested) in schema.items():
+        flat, where = (name + '_' + key).lstrip('_'), path + '.' + key
+        out[flat] = where
+        if isinstance(nested, dict):
+            out.update(_serving_keys(nested, flat, where))
+    return out
+
+
+# llmops_<key> for a serving key of the model profile that is no inventory variable (llmops_speculative_algorithm):
+# said so, rather than "rename it to" the nearest variable, which names another setting.
+PROFILE_KEYS = _serving_keys(SERVING)
+
+
+def _profile_key_problem(key):
+    rule = 'no such variable: %s is a key of the model profile (profiles/models/<llmops_model_profile>.yml)' \
+        % PROFILE_KEYS[key]
+    fix = 'set it in the model profile, or in a copy of it under llmops_profiles_dir'
+    if key.startswith('speculative'):
+        fix += '; to turn speculative decoding off, set llmops_speculative_num_draft_tokens: 0 (what-if: make plan ' \
+               'SPEC=off)'
+    return rule, fix
+
+
 def check_names(variables, role_options, problems, passed_by_playbooks=True):
     """Unknown collection-prefixed names (nearest known name), and role parameters the playbooks pass."""
     llmops_names = set(BY_NAME) | set(RESULT_NAMES)
@@ -52,7 +80,9 @@ def check_names(variables, role_options, problems, passed_by_playbooks=True):
         if not name.startswith(COLLECTION_PREFIXES):
             continue
         if name.startswith('llmops_'):
-            if name not in llmops_names:
+            if name not in llmops_names and name[len('llmops_'):] in PROFILE_KEYS:
+                problems.add(name, variables[name], *_profile_key_problem(name[len('llmops_'):]))
+            elif name not in llmops_names:
                 close = nearest(name, llmops_names)
                 problems.add(name, variables[name], 'no such variable (the llmops_* settings are listed in '
                              'docs/deployment_resolver.md)', 'rename it to %s' % close if close else 'remove it')
@@ -180,6 +210,7 @@ def read(variables, overrides, problems, scope):
             sources[name] = 'invalid'  # already refused: later rules do not report it again as missing
             value = None
         values[name] = value
+    check_privileged_port(values.get('llmops_http_port'), problems)
     env = values.get('llmops_environment') or {}
     for key, value in sorted(env.items()):
         if not _ENV_NAME.match(str(key)):
@@ -187,10 +218,25 @@ def read(variables, overrides, problems, scope):
                          'use letters, digits and _ only, not starting with a digit')
         elif isinstance(value, (dict, list)):
             problems.add('llmops_environment.%s' % key, value, 'must be a string or number', 'give a scalar')
+        elif str(key) in DECIDED_ENV:
+            problems.add('llmops_environment.%s' % key, value, 'the collection renders %s itself and this entry would '
+                         'override it in the unit; it is decided by %s' % (key, DECIDED_ENV[key]),
+                         'remove %s from llmops_environment%s' % (key, '' if DECIDED_ENV[key].startswith('nothing')
+                                                                    else ' and set ' + DECIDED_ENV[key].split(' ')[0]))
         elif str(key) in ('SGLANG_API_KEY', 'HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN'):
             problems.add('llmops_environment.%s' % key, '<secret>', 'a secret would be written into the unit '
                          '(world-readable)', 'use llmops_api_key (SGLANG_API_KEY) or sglang_server_secret_environment')
     return values, sources
+
+
+def check_privileged_port(port, problems):
+    """The SGLang unit drops every capability (CapabilityBoundingSet= empty, a non-root service user: docs/
+    sglang_server.md, hardening), so it cannot bind a port below 1024: SGLang would die at start-up with
+    'Permission denied' after the download and the weight load."""
+    if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 1024:
+        problems.add('llmops_http_port', port, 'ports below 1024 need CAP_NET_BIND_SERVICE, which the SGLang unit '
+                     'drops (it runs without capabilities)', 'use a port of 1024 or more, e.g. 30000 (the default); '
+                     'put the gateway (sglang_gateway) or a reverse proxy on 80/443')
 
 
 def _copy(value):

@@ -35,6 +35,15 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang_release im
 
 # SGLang's names for the mamba strategy flag, in any release: only the release's own may appear in extra args.
 _MAMBA_FLAG_NAMES = ('--mamba-scheduler-strategy', '--mamba-radix-cache-strategy')
+# Environment the render decides itself, with what decides it: an llmops_environment entry of the same name would
+# win in the unit (it is written last) and silently undo that decision, so the resolver refuses it.
+DECIDED_ENV = {
+    'CUDA_VISIBLE_DEVICES': 'llmops_gpu_indices (the nvidia-smi indices of the GPUs this server uses)',
+    'CUDA_DEVICE_ORDER': 'nothing: always PCI_BUS_ID, so that the indices are the ones nvidia-smi prints',
+    'NCCL_P2P_DISABLE': 'llmops_nccl_p2p_disable (true also adds --disable-custom-all-reduce, which custom '
+                        'all-reduce needs: it ignores NCCL_P2P_DISABLE)',
+    'PYTHONUNBUFFERED': 'nothing: always 1, so that the readiness check sees each line as SGLang prints it',
+}
 _ABBREVIATIONS = {'--speculative-algo': '--speculative-algorithm', '--tp': '--tp-size'}
 # Options rendered as `--flag value` whose value must be one of the release's choices (when it records them).
 _CHOICE_FLAGS = (('reasoning_parser', '--reasoning-parser'), ('tool_call_parser', '--tool-call-parser'),

@@ -14,6 +14,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.cpulist import (
     format_cpulist,
     gpu_cpuset,
     parse_cpulist,
+    intersect_cpulists,
     union_cpulists,
 )
 
@@ -105,3 +106,9 @@ def test_gpu_cpuset_needs_every_gpu(bad, problem):
 
 def test_gpu_cpuset_without_gpus():
     assert gpu_cpuset([]) == {'cpus': None, 'mems': None, 'problems': ['no GPU to take the CPUs from']}
+
+
+def test_intersect_cpulists():
+    assert intersect_cpulists('0-127', '64-255') == '64-127'
+    assert intersect_cpulists('0-63,128-191', '64-127,192-255') == ''
+    assert intersect_cpulists('0-3,8-11', '2-9') == '2-3,8-9'
