@@ -22,32 +22,6 @@ from ansible_collections.llmops.inference.plugins.action import hf_snapshot_wait
 from ansible_collections.llmops.inference.plugins.plugin_utils import async_wait
 
 
-class Clock(object):
-    def __init__(self):
-        self.now = 1000.0
-        self.sleeps = []
-
-    def time(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    fake = Clock()
-    monkeypatch.setattr(async_wait.time, 'time', fake.time)
-    monkeypatch.setattr(async_wait.time, 'sleep', fake.sleep)
-    return fake
-
-
-@pytest.fixture
-def lines(monkeypatch):
-    printed = []
-    monkeypatch.setattr(async_wait.display, 'display', lambda msg, *a, **k: printed.append(msg))
-    return printed
 
 
 def make_action(module, args, responses, clock):
@@ -81,7 +55,7 @@ def job(finish_at, result):
     return status
 
 
-def test_hf_wait_prints_progress_and_returns_the_job_result(clock, lines):
+def test_hf_wait_prints_progress_and_returns_the_job_result(clock, printed):
     status = job(1000.0 + 40, {'changed': True, 'path': '/srv/models/o/m', 'bytes': 10})
     progress = {'phase': 'download', 'label': 'o/m@abc', 'bytes_done': 5 * 10 ** 9, 'bytes_total': 10 ** 10,
                 'rate_bps': 10 ** 9, 'eta_s': 5, 'files_done': 2, 'files_total': 4, 'updated': 1000.0 + 14}
@@ -99,9 +73,9 @@ def test_hf_wait_prints_progress_and_returns_the_job_result(clock, lines):
         assert key not in res
     assert res['wait_seconds'] >= 40
     # One line per 15 s interval, in the hf format, with the job's own numbers.
-    assert len(lines) == 2, lines
-    assert lines[0].startswith('[h1] download o/m@abc: 5.0 GB / 10.0 GB (50.0%), 1.0 GB/s, ETA 5s, 2/4 files (')
-    assert lines[0].endswith(' elapsed)')
+    assert len(printed) == 2, printed
+    assert printed[0].startswith('[h1] download o/m@abc: 5.0 GB / 10.0 GB (50.0%), 1.0 GB/s, ETA 5s, 2/4 files (')
+    assert printed[0].endswith(' elapsed)')
     # The job's results file is cleaned up with the async dir expanded on the target.
     assert action.calls[-1] == ('ansible.legacy.async_status',
                                 {'jid': 'j1', 'mode': 'cleanup', '_async_dir': '/home/u/.ansible_async'})
@@ -109,21 +83,21 @@ def test_hf_wait_prints_progress_and_returns_the_job_result(clock, lines):
     assert clock.sleeps[:3] == [1.0, 2.0, 4.0] and max(clock.sleeps) <= 15
 
 
-def test_hf_wait_quick_job_returns_within_a_second_without_reading_progress(clock, lines):
+def test_hf_wait_quick_job_returns_within_a_second_without_reading_progress(clock, printed):
     status = job(1000.5, {'changed': False})
     action = make_action(hf_snapshot_wait, {'jid': 'j2', 'progress_file': '/p.json'},
                          lambda name, args, now: status(args, now), clock)
     res = action.run(task_vars={})
     assert res == {'changed': False, 'wait_seconds': 1.0}
-    assert lines == [] and all(name == 'ansible.legacy.async_status' for name, _a in action.calls)
+    assert printed == [] and all(name == 'ansible.legacy.async_status' for name, _a in action.calls)
 
 
-def test_interval_is_capped_at_30_seconds(clock, lines):
+def test_interval_is_capped_at_30_seconds(clock, printed):
     status = job(1000.0 + 65, {'changed': False})
     action = make_action(hf_snapshot_wait, {'jid': 'j3', 'interval': 600},
                          lambda name, args, now: status(args, now), clock)
     action.run(task_vars={'inventory_hostname': 'h'})
-    assert len(lines) == 2 and 'waiting for the first progress report' in lines[0]
+    assert len(printed) == 2 and 'waiting for the first progress report' in printed[0]
 
 
 def test_unknown_job_fails_at_once(clock):
@@ -141,7 +115,7 @@ def test_a_failed_job_result_is_passed_through(clock):
     assert res['failed'] and res['msg'] == 'not enough space'
 
 
-def test_hf_wait_timeout_message(clock, lines):
+def test_hf_wait_timeout_message(clock, printed):
     status = job(10 ** 9, {})
     action = make_action(hf_snapshot_wait, {'jid': 'j5', 'progress_file': '/p.json', 'timeout': 20},
                          lambda name, args, now: status(args, now) if 'mode' in args else {'failed': True}, clock)
@@ -156,7 +130,7 @@ def test_unknown_option_is_refused(clock):
         action.run(task_vars={})
 
 
-def test_sglang_bench_wait_reads_the_log_and_keeps_its_format(clock, lines):
+def test_sglang_bench_wait_reads_the_log_and_keeps_its_format(clock, printed):
     status = job(1000.0 + 20, {'changed': True, 'records': 3})
     tails = iter(['Loading tokenizer\n', ' 40%|####      | 8/20 [00:04<00:06,  1.9it/s]'])
 
@@ -169,12 +143,12 @@ def test_sglang_bench_wait_reads_the_log_and_keeps_its_format(clock, lines):
     action = make_action(sglang_bench_wait, {'jid': 'b1', 'log_file': '/r/mtp-c16.log', 'interval': 8}, responses, clock)
     res = action.run(task_vars={'inventory_hostname': 'gpu1'})
     assert res['changed'] and res['records'] == 3 and 'finished' not in res
-    assert len(lines) == 2, lines
-    assert lines[0].startswith('[gpu1] benchmark: Loading tokenizer, ') and lines[0].endswith(' elapsed')
-    assert lines[1].startswith('[gpu1] benchmark: 8/20 requests (40%), ')
+    assert len(printed) == 2, printed
+    assert printed[0].startswith('[gpu1] benchmark: Loading tokenizer, ') and printed[0].endswith(' elapsed')
+    assert printed[1].startswith('[gpu1] benchmark: 8/20 requests (40%), ')
 
 
-def test_sglang_bench_wait_label_and_timeout_message(clock, lines):
+def test_sglang_bench_wait_label_and_timeout_message(clock, printed):
     status = job(10 ** 9, {})
     action = make_action(sglang_bench_wait, {'jid': 'b2', 'log_file': '/r/x.log', 'label': 'run 3/8', 'timeout': 5,
                                              'interval': 2},
@@ -182,7 +156,7 @@ def test_sglang_bench_wait_label_and_timeout_message(clock, lines):
     res = action.run(task_vars={'inventory_hostname': 'gpu1'})
     assert res['msg'].startswith('run 3/8 still running after ')
     assert res['msg'].endswith('; the client keeps running on the host (log: /r/x.log)')
-    assert lines and lines[0].startswith('[gpu1] run 3/8: loading the client (importing sglang), ')
+    assert printed and printed[0].startswith('[gpu1] run 3/8: loading the client (importing sglang), ')
 
 
 def test_sglang_progress_text():

@@ -12,12 +12,9 @@ __metaclass__ = type
 import base64
 import json
 
-import pytest
-
 from unittest.mock import MagicMock
 
 from ansible_collections.llmops.inference.plugins.action import sglang_server_wait
-from ansible_collections.llmops.inference.plugins.plugin_utils import async_wait
 
 MODULE = 'llmops.inference.sglang_server_wait'
 ARGS = {'unit': 'sglang-qwen', 'url': 'http://127.0.0.1:30000', 'timeout': 600, 'progress_interval': 5}
@@ -31,32 +28,6 @@ WRITTEN = [(3, 'parallel init (NCCL) - 2s since start, expected ~6m52s (last sta
 LAST = 'ready - 6m40s since start (last start: 6m52s)'
 
 
-class Clock(object):
-    def __init__(self):
-        self.now = 1000.0
-        self.sleeps = []
-
-    def time(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    fake = Clock()
-    monkeypatch.setattr(async_wait.time, 'time', fake.time)
-    monkeypatch.setattr(async_wait.time, 'sleep', fake.sleep)
-    return fake
-
-
-@pytest.fixture
-def printed(monkeypatch):
-    out = []
-    monkeypatch.setattr(async_wait.display, 'display', lambda msg, *a, **k: out.append(msg))
-    return out
 
 
 def make_action(args, clock, finish_after=400, result=None, check_mode=False, async_val=0):
