@@ -12,9 +12,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import base64
-import json
-
 from ansible_collections.llmops.inference.plugins.module_utils.formatting import fmt_duration
 from ansible_collections.llmops.inference.plugins.module_utils.progress_file import progress_line
 from ansible_collections.llmops.inference.plugins.plugin_utils.async_wait import AsyncWaitAction, wait_args
@@ -26,15 +23,7 @@ class ActionModule(AsyncWaitAction):
 
     def read_progress(self, path, task_vars):
         """The progress dict the job wrote last, or None (not written yet, unreadable, half-written)."""
-        if not path:
-            return None
-        res = self._execute_module(module_name='ansible.legacy.slurp', module_args={'src': path}, task_vars=task_vars)
-        if res.get('failed') or 'content' not in res:
-            return None
-        try:
-            return json.loads(base64.b64decode(res['content']).decode('utf-8'))
-        except (ValueError, TypeError):
-            return None
+        return self.read_json(path, task_vars)
 
     def progress_text(self, path, task_vars, now):
         return progress_line(self.read_progress(path, task_vars), now)

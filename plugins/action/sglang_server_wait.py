@@ -15,8 +15,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import base64
-import json
 import secrets
 
 from ansible_collections.llmops.inference.plugins.module_utils.formatting import fmt_duration
@@ -87,13 +85,7 @@ class ActionModule(async_wait.AsyncWaitAction):
 
     def read_progress(self, path, task_vars):
         """The progress the job wrote last, or None (not written yet, unreadable, half-written)."""
-        res = self._execute_module(module_name='ansible.legacy.slurp', module_args={'src': path}, task_vars=task_vars)
-        if res.get('failed') or 'content' not in res:
-            return None
-        try:
-            return json.loads(base64.b64decode(res['content']).decode('utf-8'))
-        except (ValueError, TypeError):
-            return None
+        return self.read_json(path, task_vars)
 
     def report_progress(self, host, label, path, task_vars, now, elapsed, due):
         """Every new progress line at once; with none for 30 s, a line saying the wait goes on."""

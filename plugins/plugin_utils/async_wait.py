@@ -16,6 +16,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+import json
 import time
 
 from ansible.plugins.action import ActionBase
@@ -54,6 +56,20 @@ class AsyncWaitAction(ActionBase):
     def progress_text(self, path, task_vars, now):
         """One line describing the job's progress, read from ``path`` (the PROGRESS_OPTION) on the target."""
         raise NotImplementedError
+
+    # ---- shared by the subclasses ------------------------------------------------------------------------------
+
+    def read_json(self, path, task_vars):
+        """The JSON document at ``path`` on the target (slurp), or None: not written yet, unreadable, half-written."""
+        if not path:
+            return None
+        res = self._execute_module(module_name='ansible.legacy.slurp', module_args={'src': path}, task_vars=task_vars)
+        if res.get('failed') or 'content' not in res:
+            return None
+        try:
+            return json.loads(base64.b64decode(res['content']).decode('utf-8'))
+        except (ValueError, TypeError):
+            return None
 
     def progress_line(self, host, label, text, elapsed):
         return '[%s] %s%s (%s elapsed)' % (host, label + ' ' if label else '', text, fmt_duration(elapsed))
