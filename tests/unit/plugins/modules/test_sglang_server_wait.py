@@ -16,9 +16,11 @@ import functools
 import json
 import re
 import os
+import select
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -36,15 +38,31 @@ def replay(scenario, port=None, seconds=2.0):
     env = dict(os.environ, SGLANG_STANDIN_SCENARIO=scenario, SGLANG_STANDIN_DELAY='0')
     cmd = [sys.executable, STANDIN, '--model-path', '/m', '--served-model-name', 'qwen3.5-122b', '--tp-size', '4',
            '--host', '127.0.0.1', '--port', str(port or free_port()), '--api-key', KEY]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    try:
-        out, dummy = proc.communicate(timeout=seconds)
-        exited = True
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, dummy = proc.communicate()
-        exited = False
+    out, exited = collect(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env), seconds)
     return out.decode().splitlines(), exited
+
+
+def collect(proc, quiet, deadline=120.0):
+    """(output, exited) of a stand-in run: until it exits, or until it has been silent for ``quiet`` s after its
+    first output (a scenario that keeps running: ready and serving, or stalled). Silence, not a total time, so that a
+    loaded machine (make test runs these beside the lab) slows the run down without cutting its output short."""
+    chunks, fd = [], proc.stdout.fileno()
+    started = last = time.monotonic()
+    while time.monotonic() - started < deadline:
+        ready, dummy_w, dummy_x = select.select([fd], [], [], 0.1)
+        if ready:
+            data = os.read(fd, 65536)
+            if not data:
+                proc.wait()
+                return b''.join(chunks), True
+            chunks.append(data)
+            last = time.monotonic()
+        elif chunks and time.monotonic() - last >= quiet:
+            break
+    proc.kill()
+    proc.wait()
+    rest = proc.stdout.read()
+    return b''.join(chunks) + (rest or b''), False
 
 
 def free_port():
@@ -262,12 +280,7 @@ def _run_standin(scenario, seconds):
     env = dict(os.environ, SGLANG_STANDIN_SCENARIO=scenario, SGLANG_STANDIN_DELAY='0')
     cmd = [sys.executable, STANDIN, '--model-path', '/m', '--served-model-name', 'qwen3.5-122b', '--tp-size', '4',
            '--host', '127.0.0.1', '--port', str(free_port()), '--api-key', KEY]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    try:
-        out, dummy = proc.communicate(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, dummy = proc.communicate()
+    out, dummy = collect(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env), seconds)
     return [line for line in out.decode().split('\n') if line]
 
 
