@@ -194,8 +194,8 @@ def _fix_for(entry, kind, value=None):
         sized = _SIZE_SUFFIX.match(value) if isinstance(value, str) else None
         if sized:
             factor = 1024 if sized.group(2) in 'kK' else 1024 * 1024
-            return 'set %s to a whole number: %s%s = %d' % (entry['name'], sized.group(1), sized.group(2),
-                                                           int(sized.group(1)) * factor)
+            number = int(sized.group(1))
+            return 'set %s to a whole number: %d%s = %d' % (entry['name'], number, sized.group(2), number * factor)
         if isinstance(value, float) and not isinstance(value, bool):
             return 'set %s to a whole number, e.g. %d' % (entry['name'], int(value))
         example = default if isinstance(default, int) and not isinstance(default, bool) else (entry.get('min') or 1)

@@ -219,10 +219,11 @@ def read(variables, overrides, problems, scope):
         elif isinstance(value, (dict, list)):
             problems.add('llmops_environment.%s' % key, value, 'must be a string or number', 'give a scalar')
         elif str(key) in DECIDED_ENV:
+            decided = DECIDED_ENV[key]
+            then = '' if decided.startswith('nothing') else ' and set ' + decided.split(' ')[0]
             problems.add('llmops_environment.%s' % key, value, 'the collection renders %s itself and this entry would '
-                         'override it in the unit; it is decided by %s' % (key, DECIDED_ENV[key]),
-                         'remove %s from llmops_environment%s' % (key, '' if DECIDED_ENV[key].startswith('nothing')
-                                                                    else ' and set ' + DECIDED_ENV[key].split(' ')[0]))
+                         'override it in the unit; it is decided by %s' % (key, decided),
+                         'remove %s from llmops_environment%s' % (key, then))
         elif str(key) in ('SGLANG_API_KEY', 'HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN'):
             problems.add('llmops_environment.%s' % key, '<secret>', 'a secret would be written into the unit '
                          '(world-readable)', 'use llmops_api_key (SGLANG_API_KEY) or sglang_server_secret_environment')

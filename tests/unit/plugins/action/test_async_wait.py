@@ -22,8 +22,6 @@ from ansible_collections.llmops.inference.plugins.action import hf_snapshot_wait
 from ansible_collections.llmops.inference.plugins.plugin_utils import async_wait
 
 
-
-
 def make_action(module, args, responses, clock):
     """An action whose _execute_module answers from ``responses(name, module_args)`` and records every call."""
     task = MagicMock()

@@ -28,8 +28,6 @@ WRITTEN = [(3, 'parallel init (NCCL) - 2s since start, expected ~6m52s (last sta
 LAST = 'ready - 6m40s since start (last start: 6m52s)'
 
 
-
-
 def make_action(args, clock, finish_after=400, result=None, check_mode=False, async_val=0):
     task = MagicMock()
     task.args = args
