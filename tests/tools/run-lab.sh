@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # The lab suites of `make test`, side by side by default: the two halves of `make integration` (ansible-test targets
 # on the controller, split by their aliases shippable/posix/group1 and group2) and `make molecule` (podman systemd
-# hosts, two lanes); with LLMOPS_LAB_CHECKS=1 also `make heavy-checks` (unit, monitoring, sanity, parser, render-check)
-# as a fourth suite. make test runs the checks first instead: with them beside the lab a cold make test took 37:59
-# instead of 31:38 (every suite slowed down on the two cores; docs/measurements.md has the figures).
+# hosts, two lanes). The integration suite alone is mostly waiting (a cold run measured it at 44 % of the two cores,
+# molecule at 75 %), so its halves and molecule share the machine; the figures of each layout are in README.md.
 # Each suite's output goes to build/lab-run/<suite>.log and is printed whole when the suite ends; meanwhile a progress
 # line every 60 s says what each one is running. Exits non-zero if any suite failed.
 # Usage (from the collection root): tests/tools/run-lab.sh   (LLMOPS_LAB_PARALLEL=0: integration, then molecule)
@@ -14,18 +13,12 @@ started=${SECONDS}
 say() { printf '[lab-run %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 
 if [ "${LLMOPS_LAB_PARALLEL:-1}" = 0 ]; then
-    if [ "${LLMOPS_LAB_CHECKS:-0}" = 1 ]; then make --no-print-directory heavy-checks || exit $?; fi
     make --no-print-directory integration || exit $?
     exec make --no-print-directory molecule
 fi
 
-if [ "${LLMOPS_LAB_CHECKS:-0}" = 1 ]; then
-    suites=(checks integration-1 integration-2 molecule)
-else
-    suites=(integration-1 integration-2 molecule)
-fi
+suites=(integration-1 integration-2 molecule)
 declare -A cmd pid rc took
-cmd[checks]="make --no-print-directory heavy-checks"
 cmd[integration-1]="make --no-print-directory integration INTEGRATION_TARGETS=shippable/posix/group1/"
 cmd[integration-2]="make --no-print-directory integration INTEGRATION_TARGETS=shippable/posix/group2/"
 cmd[molecule]="make --no-print-directory molecule"
@@ -44,8 +37,6 @@ now() {
     for suite in "${suites[@]}"; do
         if [ -n "${rc[${suite}]:-}" ]; then
             line="done"
-        elif [ "${suite}" = checks ]; then
-            line="$(grep -v '^[[:space:]]*$' "${out}/${suite}.log" 2>/dev/null | tail -n 1 | cut -c1-60)"
         elif [ "${suite}" = molecule ]; then
             line="$(grep -o '^\[lab [0-9:]*\] .*' "${out}/${suite}.log" 2>/dev/null | tail -n 1 | cut -c1-80)"
         else
