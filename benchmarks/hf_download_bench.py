@@ -34,9 +34,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _load_file_hashing():
-    """plugins/module_utils/file_hashing.py by path (standard library only), so a bare copy of the tree works too."""
+    """plugins/module_utils/common/file_hashing.py by path (standard library only), so a bare copy of the tree works too."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location('file_hashing', os.path.join(ROOT, 'plugins', 'module_utils', 'file_hashing.py'))
+    spec = importlib.util.spec_from_file_location('file_hashing', os.path.join(ROOT, 'plugins', 'module_utils', 'common', 'file_hashing.py'))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -12,8 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils.formatting import fmt_duration
-from ansible_collections.llmops.inference.plugins.module_utils.progress_file import progress_line
+from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import fmt_duration
+from ansible_collections.llmops.inference.plugins.module_utils.common.progress_file import progress_line
 from ansible_collections.llmops.inference.plugins.plugin_utils.async_wait import AsyncWaitAction, wait_args
 
 

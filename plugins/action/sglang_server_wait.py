@@ -17,7 +17,7 @@ __metaclass__ = type
 
 import secrets
 
-from ansible_collections.llmops.inference.plugins.module_utils.formatting import fmt_duration
+from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import fmt_duration
 from ansible_collections.llmops.inference.plugins.plugin_utils import async_wait
 
 MODULE = 'llmops.inference.sglang_server_wait'

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    # Where a model directory may live and what counts as using it: the same checks (module_utils/path_safety.py,
+    # Where a model directory may live and what counts as using it: the same checks (module_utils/common/path_safety.py,
     # path_users.py) with the same defaults in hf_snapshot (before a download or removal) and model_dir_info.
     DOCUMENTATION = r'''
 options:

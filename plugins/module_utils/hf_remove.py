@@ -15,12 +15,12 @@ __metaclass__ = type
 import os
 import time
 
-from ansible_collections.llmops.inference.plugins.module_utils.atomic_files import remove_path
-from ansible_collections.llmops.inference.plugins.module_utils.failures import ModuleFailure
-from ansible_collections.llmops.inference.plugins.module_utils.file_lock import Lock
+from ansible_collections.llmops.inference.plugins.module_utils.common.atomic_files import remove_path
+from ansible_collections.llmops.inference.plugins.module_utils.common.failures import ModuleFailure
+from ansible_collections.llmops.inference.plugins.module_utils.common.file_lock import Lock
 from ansible_collections.llmops.inference.plugins.module_utils.hf_layout import work_paths
 from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import MARKER_NAME
-from ansible_collections.llmops.inference.plugins.module_utils.path_safety import dest_refusal
+from ansible_collections.llmops.inference.plugins.module_utils.common.path_safety import dest_refusal
 from ansible_collections.llmops.inference.plugins.module_utils.path_users import (
     active_units_using,
     describe_users,

@@ -17,7 +17,7 @@ import os
 import time
 import traceback
 
-from ansible_collections.llmops.inference.plugins.module_utils.atomic_files import (
+from ansible_collections.llmops.inference.plugins.module_utils.common.atomic_files import (
     fsync_dir,
     fsync_paths,
     link_or_copy,
@@ -25,12 +25,12 @@ from ansible_collections.llmops.inference.plugins.module_utils.atomic_files impo
     replace_dir,
     write_file_atomic,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.failures import ModuleFailure
-from ansible_collections.llmops.inference.plugins.module_utils.file_hashing import usable_cpus
-from ansible_collections.llmops.inference.plugins.module_utils.file_lock import Lock
-from ansible_collections.llmops.inference.plugins.module_utils.file_perms import ensure_perms, resolve_ids
-from ansible_collections.llmops.inference.plugins.module_utils.formatting import MB, fmt_bytes, rate_mb
-from ansible_collections.llmops.inference.plugins.module_utils.free_space import free_bytes, space_check
+from ansible_collections.llmops.inference.plugins.module_utils.common.failures import ModuleFailure
+from ansible_collections.llmops.inference.plugins.module_utils.common.file_hashing import usable_cpus
+from ansible_collections.llmops.inference.plugins.module_utils.common.file_lock import Lock
+from ansible_collections.llmops.inference.plugins.module_utils.common.file_perms import ensure_perms, resolve_ids
+from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import MB, fmt_bytes, rate_mb
+from ansible_collections.llmops.inference.plugins.module_utils.common.free_space import free_bytes, space_check
 from ansible_collections.llmops.inference.plugins.module_utils.hf_download import download_verified
 from ansible_collections.llmops.inference.plugins.module_utils.hf_hub import HubError, hf_env, import_hf
 from ansible_collections.llmops.inference.plugins.module_utils.hf_ids import repo_id_error, revision_error
@@ -51,8 +51,8 @@ from ansible_collections.llmops.inference.plugins.module_utils.hf_plan import ma
 from ansible_collections.llmops.inference.plugins.module_utils.hf_remote import resolve_remote
 from ansible_collections.llmops.inference.plugins.module_utils.hf_tree_diff import tree_diff
 from ansible_collections.llmops.inference.plugins.module_utils.hf_verify import Verifier, hash_jobs, invalid_safetensors
-from ansible_collections.llmops.inference.plugins.module_utils.path_safety import dest_refusal
-from ansible_collections.llmops.inference.plugins.module_utils.progress_file import Progress, ProgressWriter
+from ansible_collections.llmops.inference.plugins.module_utils.common.path_safety import dest_refusal
+from ansible_collections.llmops.inference.plugins.module_utils.common.progress_file import Progress, ProgressWriter
 
 
 def sync_model(p, check_mode, diff, started):

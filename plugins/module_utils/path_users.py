@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.llmops.inference.plugins.module_utils.path_safety import path_under
+from ansible_collections.llmops.inference.plugins.module_utils.common.path_safety import path_under
 
 
 def _mentions(text, roots):

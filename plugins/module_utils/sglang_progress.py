@@ -22,7 +22,7 @@ import re
 import time
 
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_log_catalogue as catalogue
-from ansible_collections.llmops.inference.plugins.module_utils.formatting import fmt_duration
+from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import fmt_duration
 
 _TEXTS = dict(catalogue.MILESTONES)
 # (name, label, regex) in the catalogue's progress order.

@@ -141,7 +141,7 @@ from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.llmops.inference.plugins.module_utils.bench_report import METRICS, build
 from ansible_collections.llmops.inference.plugins.module_utils.bench_server_view import sections
-from ansible_collections.llmops.inference.plugins.module_utils.json_files import read_json
+from ansible_collections.llmops.inference.plugins.module_utils.common.json_files import read_json
 
 
 def load_json(module, path, required=True):

@@ -24,7 +24,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 # The same duration format as the progress lines the hf_snapshot module writes on the target ('42s', '3m07s').
-from ansible_collections.llmops.inference.plugins.module_utils.formatting import fmt_duration
+from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import fmt_duration
 
 display = Display()
 

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import atomic_files
+from ansible_collections.llmops.inference.plugins.module_utils.common import atomic_files
 
 
 def test_replace_dir_exchange(tmp_path):

@@ -12,7 +12,7 @@ import os
 import subprocess
 import time
 
-from ansible_collections.llmops.inference.plugins.module_utils import file_hashing
+from ansible_collections.llmops.inference.plugins.module_utils.common import file_hashing
 
 
 def test_hash_file_sha256_and_git_sha1(tmp_path):

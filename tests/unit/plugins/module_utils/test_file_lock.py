@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.llmops.inference.plugins.module_utils import file_lock
+from ansible_collections.llmops.inference.plugins.module_utils.common import file_lock
 
 
 def test_lock_is_exclusive_and_names_the_holder(tmp_path):

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import file_perms
+from ansible_collections.llmops.inference.plugins.module_utils.common import file_perms
 
 
 def mode(path):

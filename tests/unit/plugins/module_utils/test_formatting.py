@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils import formatting
+from ansible_collections.llmops.inference.plugins.module_utils.common import formatting
 
 
 def test_fmt():

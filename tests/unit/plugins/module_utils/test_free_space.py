@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils import free_space
+from ansible_collections.llmops.inference.plugins.module_utils.common import free_space
 
 
 def test_space_check():

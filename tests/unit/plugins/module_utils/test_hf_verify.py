@@ -9,7 +9,8 @@ __metaclass__ = type
 
 import hashlib
 
-from ansible_collections.llmops.inference.plugins.module_utils import hf_listing, hf_verify, progress_file
+from ansible_collections.llmops.inference.plugins.module_utils import hf_listing, hf_verify
+from ansible_collections.llmops.inference.plugins.module_utils.common import progress_file
 
 
 def test_verifier_reports_mismatches_and_adds_up(tmp_path):

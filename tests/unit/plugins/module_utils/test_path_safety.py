@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import path_safety
+from ansible_collections.llmops.inference.plugins.module_utils.common import path_safety
 
 
 def test_forbidden_plain_and_prefix(tmp_path):

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import progress_file
+from ansible_collections.llmops.inference.plugins.module_utils.common import progress_file
 
 
 class FakeClock(object):

@@ -18,7 +18,7 @@ import os
 import threading
 import time
 
-from ansible_collections.llmops.inference.plugins.module_utils.formatting import fmt_bytes, fmt_duration
+from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import fmt_bytes, fmt_duration
 
 
 def progress_line(progress, now=None):

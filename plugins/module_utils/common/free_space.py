@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.llmops.inference.plugins.module_utils.path_safety import existing_ancestor
+from ansible_collections.llmops.inference.plugins.module_utils.common.path_safety import existing_ancestor
 
 
 def free_bytes(path):
