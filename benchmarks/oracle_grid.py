@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.join(ROOT, 'tests', 'oracle'))
 from ansible_collections.llmops.inference.plugins.module_utils import profile_gen  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_release  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts  # noqa: E402
 
 REFERENCE = os.path.join(ROOT, 'tests', 'fixtures', 'oracle', 'reference.json')
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures', 'hf_configs')

@@ -25,8 +25,8 @@ import posixpath
 import re
 
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, sglang_layout, sglang_release, sglang_startup
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts as config_facts
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import ModelConfigError
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts as config_facts
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
 from ansible_collections.llmops.inference.plugins.module_utils import deployment_fits, deployment_provenance
 from ansible_collections.llmops.inference.plugins.module_utils import deployment_tp_group

@@ -25,7 +25,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.hf_listing import
     remote_entry,
 )
 from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import marker_covers, remote_from_marker
-from ansible_collections.llmops.inference.plugins.module_utils.safetensors_files import index_missing_shards
+from ansible_collections.llmops.inference.plugins.module_utils.model.safetensors_files import index_missing_shards
 
 
 def resolve_remote(hf, p, marker):

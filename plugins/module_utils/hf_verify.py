@@ -16,7 +16,7 @@ import os
 
 from ansible_collections.llmops.inference.plugins.module_utils.common.file_hashing import hash_files
 from ansible_collections.llmops.inference.plugins.module_utils.hf_listing import expected_digest
-from ansible_collections.llmops.inference.plugins.module_utils.safetensors_files import safetensors_header_error
+from ansible_collections.llmops.inference.plugins.module_utils.model.safetensors_files import safetensors_header_error
 
 
 def hash_jobs(paths, root, remote):

@@ -22,7 +22,7 @@ import textwrap
 from ansible_collections.llmops.inference.plugins.module_utils import parser_detect
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import match_format, quant_config
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import PlanError, sized_facts
-from ansible_collections.llmops.inference.plugins.module_utils.weight_bytes import WeightBytesError, checkpoint_bytes
+from ansible_collections.llmops.inference.plugins.module_utils.model.weight_bytes import WeightBytesError, checkpoint_bytes
 
 COMMIT_RE = re.compile(r'^[0-9a-f]{40}$')
 NAME_RE = re.compile(r'^[a-z0-9][a-z0-9._-]*$')

@@ -21,7 +21,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import (
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import (
     ModelConfigError,
     context_length,
     model_facts,

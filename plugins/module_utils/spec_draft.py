@@ -23,7 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import ModelConfigError, model_facts
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import ModelConfigError, model_facts
 
 # layers/vocab_parallel_embedding.py:48 DEFAULT_VOCAB_PADDING_SIZE, :57-59 pad_vocab_size.
 VOCAB_PADDING = 64

@@ -23,10 +23,10 @@ import json
 import math
 import os
 
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import FAMILY_TEXT, ModelConfigError
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts as _model_facts
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import unsized_reason
-from ansible_collections.llmops.inference.plugins.module_utils import model_tensors as _mt
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import FAMILY_TEXT, ModelConfigError
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts as _model_facts
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import unsized_reason
+from ansible_collections.llmops.inference.plugins.module_utils.model import tensors as _mt
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import (
     GIB,
     SglangRuleError,
@@ -64,7 +64,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.spec_draft import
     mtp_draft_rule,
     mtp_draft_weights,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.weight_bytes import WeightBytesError, checkpoint_bytes
+from ansible_collections.llmops.inference.plugins.module_utils.model.weight_bytes import WeightBytesError, checkpoint_bytes
 
 MIB = 1 << 20
 # Bytes per element the planner knows; a dtype the release accepts but this table lacks is refused, not guessed.

@@ -133,7 +133,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.inference.plugins.module_utils.common.atomic_files import write_file_atomic
 from ansible_collections.llmops.inference.plugins.module_utils.common.json_files import read_json
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import model_facts
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts
 from ansible_collections.llmops.inference.plugins.module_utils.profile_gen import (
     ProfileError, generate, slug, to_yaml)
 from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, load_table, release

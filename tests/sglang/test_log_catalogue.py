@@ -365,7 +365,7 @@ def fire(release, check, trigger, seed, seed_facts):
 
 
 def check_prechecks(release, source, out):
-    from ansible_collections.llmops.inference.plugins.module_utils import model_config
+    from ansible_collections.llmops.inference.plugins.module_utils.model import config as model_config
     seed = profile('qwen3.5-122b-a10b')
     seed_facts = model_config.model_facts(seed['config'], release['architectures'])
     for check in sorted(check_names()):

@@ -16,7 +16,7 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, '.collections'))
 
-from ansible_collections.llmops.inference.plugins.module_utils.model_config import sglang_quant_method  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import sglang_quant_method  # noqa: E402
 
 
 class _Config(object):

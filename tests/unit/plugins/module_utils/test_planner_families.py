@@ -36,7 +36,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.llmops.inference.plugins.module_utils import model_config as mc
+from ansible_collections.llmops.inference.plugins.module_utils.model import config as mc
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_layout as sl
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import spec_draft as sdr

@@ -18,7 +18,7 @@ from ansible_collections.llmops.inference.plugins.module_utils import profile_ge
 from ansible_collections.llmops.inference.plugins.module_utils import profile_schema
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
-from ansible_collections.llmops.inference.plugins.module_utils import weight_bytes as wb
+from ansible_collections.llmops.inference.plugins.module_utils.model import weight_bytes as wb
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 CONFIGS = os.path.join(ROOT, 'tests', 'fixtures', 'hf_configs')
@@ -342,7 +342,7 @@ def test_a_modelopt_nvfp4_checkpoint_in_hf_quant_config_is_priced():
     ({'quant_method': 'compressed-tensors'}, 'compressed-tensors'),
 ])
 def test_the_quant_method_is_the_one_sglang_resolves(quant, method):
-    from ansible_collections.llmops.inference.plugins.module_utils.model_config import sglang_quant_method
+    from ansible_collections.llmops.inference.plugins.module_utils.model.config import sglang_quant_method
     assert sglang_quant_method(quant) == method
 
 

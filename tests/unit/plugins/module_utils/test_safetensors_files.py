@@ -12,7 +12,7 @@ import struct
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import safetensors_files
+from ansible_collections.llmops.inference.plugins.module_utils.model import safetensors_files
 
 
 def write_safetensors(path, tensors, pad_to=None):

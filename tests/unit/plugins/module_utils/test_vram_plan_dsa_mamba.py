@@ -15,7 +15,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.llmops.inference.plugins.module_utils import model_config as mc
+from ansible_collections.llmops.inference.plugins.module_utils.model import config as mc
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags as sf
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_layout as sl
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr

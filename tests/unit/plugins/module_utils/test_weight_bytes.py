@@ -20,10 +20,10 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.llmops.inference.plugins.module_utils import model_tensors as mt
+from ansible_collections.llmops.inference.plugins.module_utils.model import tensors as mt
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
-from ansible_collections.llmops.inference.plugins.module_utils import weight_bytes as wb
+from ansible_collections.llmops.inference.plugins.module_utils.model import weight_bytes as wb
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')

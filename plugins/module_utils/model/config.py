@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils.model_tensors import layout as _layout
+from ansible_collections.llmops.inference.plugins.module_utils.model.tensors import layout as _layout
 
 # The sizes without which the planner cannot compute anything (the renderer needs none of them).
 SIZE_KEYS = ('hidden_size', 'num_hidden_layers', 'num_attention_heads')

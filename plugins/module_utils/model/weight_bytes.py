@@ -37,7 +37,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils import model_tensors
+from ansible_collections.llmops.inference.plugins.module_utils.model import tensors as model_tensors
 
 SUPPORTED = ('fp8', 'mxfp4', 'modelopt', 'modelopt_fp4', 'modelopt_fp8', 'compressed-tensors', 'gptq', 'awq')
 DTYPE_BYTES = {'bfloat16': 2, 'float16': 2, 'float32': 4}
