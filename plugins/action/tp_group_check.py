@@ -13,7 +13,8 @@ __metaclass__ = type
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llmops.inference.plugins.module_utils import tp_group_preflight, tp_node_facts
+from ansible_collections.llmops.inference.plugins.module_utils import tp_group_preflight
+from ansible_collections.llmops.inference.plugins.module_utils.host import node_facts as tp_node_facts
 
 _STAGES = ('facts', 'probe', 'model', 'nodes')
 

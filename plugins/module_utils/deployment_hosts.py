@@ -20,7 +20,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.cpulist import (
+from ansible_collections.llmops.inference.plugins.module_utils.host.cpulist import (
     CpuListError, format_cpulist, intersect_cpulists, parse_cpulist)
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_vms import resolve_vms

@@ -21,7 +21,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.common.file_lock 
 from ansible_collections.llmops.inference.plugins.module_utils.hf_layout import work_paths
 from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import MARKER_NAME
 from ansible_collections.llmops.inference.plugins.module_utils.common.path_safety import dest_refusal
-from ansible_collections.llmops.inference.plugins.module_utils.path_users import (
+from ansible_collections.llmops.inference.plugins.module_utils.host.path_users import (
     active_units_using,
     describe_users,
     find_path_users,

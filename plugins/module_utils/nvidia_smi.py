@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import (
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import (
     PciAddressError,
     normalize_pci_address,
 )

@@ -356,7 +356,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi import
     query_compute_apps_args,
     query_gpu_args,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import (
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import (
     NVIDIA_VENDOR_ID,
     PciAddressError,
     PciSysfs,

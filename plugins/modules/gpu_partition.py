@@ -335,7 +335,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils.gpu_partition import (
+from ansible_collections.llmops.inference.plugins.module_utils.host.gpu_partition import (
     PartitionError,
     UDEV_MODULES_LOAD_FILE,
     UDEV_RULES_FILE,
@@ -362,8 +362,8 @@ from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi import
     parse_compute_apps,
     query_compute_apps_args,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import PciSysfs
-from ansible_collections.llmops.inference.plugins.module_utils.sysfs_bind import BindError, SysfsBinder
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import PciSysfs
+from ansible_collections.llmops.inference.plugins.module_utils.host.sysfs_bind import BindError, SysfsBinder
 
 # Tests replace this with a fake kernel that reacts to sysfs writes in a fixture tree.
 WRITER = None

@@ -282,13 +282,13 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils.cpulist import (
+from ansible_collections.llmops.inference.plugins.module_utils.host.cpulist import (
     CpuListError,
     format_cpulist,
     gpu_cpuset,
     parse_cpulist,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.lxc_config import (
+from ansible_collections.llmops.inference.plugins.module_utils.host.lxc_config import (
     LxcConfigError,
     device_nodes,
     merge,
@@ -297,7 +297,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.lxc_config import
     render_cpuset,
     render_lines,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import (
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import (
     NVIDIA_VENDOR_ID,
     PciAddressError,
     PciSysfs,

@@ -115,7 +115,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.common.path_safet
     mount_point,
     unsafe_dest_reason,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.path_users import active_units_using, find_path_users
+from ansible_collections.llmops.inference.plugins.module_utils.host.path_users import active_units_using, find_path_users
 
 
 def marker_summary(path):

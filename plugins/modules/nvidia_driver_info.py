@@ -433,7 +433,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.nvidia_driver imp
 from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi import query_gpu_args
 from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi_banner import GPU_QUERY_FIELDS, nvidia_smi_record
 from ansible_collections.llmops.inference.plugins.module_utils.nvidia_versions import parse_version
-from ansible_collections.llmops.inference.plugins.module_utils.rootfs import RootFS
+from ansible_collections.llmops.inference.plugins.module_utils.host.rootfs import RootFS
 
 NVIDIA_SMI_DIRS = ["/usr/bin", "/usr/local/nvidia/bin", "/usr/local/bin"]
 # nvidia-smi can hang on a wedged GPU; bound it with coreutils timeout when that exists.

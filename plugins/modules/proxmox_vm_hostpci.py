@@ -129,8 +129,8 @@ hostpci:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import PciAddressError, normalize_pci_address
-from ansible_collections.llmops.inference.plugins.module_utils.proxmox_qm import (
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import PciAddressError, normalize_pci_address
+from ansible_collections.llmops.inference.plugins.module_utils.host.proxmox_qm import (
     MAX_HOSTPCI,
     VMID_MAX,
     VMID_MIN,

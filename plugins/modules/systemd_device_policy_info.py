@@ -86,7 +86,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils import device_policy
+from ansible_collections.llmops.inference.plugins.module_utils.host import device_policy
 
 
 def read_text(path):

@@ -114,7 +114,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils import tp_node_facts
+from ansible_collections.llmops.inference.plugins.module_utils.host import node_facts as tp_node_facts
 
 
 def _read(path):

@@ -93,7 +93,7 @@ seconds:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils.tcp_probe import probe
+from ansible_collections.llmops.inference.plugins.module_utils.host.tcp_probe import probe
 
 
 def main():

@@ -20,7 +20,7 @@ import yaml
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.llmops.inference.plugins.action import tp_group_check
-from ansible_collections.llmops.inference.plugins.module_utils import tcp_probe
+from ansible_collections.llmops.inference.plugins.module_utils.host import tcp_probe
 from ansible_collections.llmops.inference.plugins.modules import tp_group_check as tp_group_check_doc
 
 PIN = '0.4.10'  # the deployment's SGLang version as this test states it (any version: only equality matters)

@@ -9,7 +9,7 @@ __metaclass__ = type
 import importlib.util
 import os
 
-from ansible_collections.llmops.inference.plugins.module_utils.rootfs import RootFS
+from ansible_collections.llmops.inference.plugins.module_utils.host.rootfs import RootFS
 
 FIXTURES = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures"))
 SMI = os.path.join(FIXTURES, "nvidia_smi")

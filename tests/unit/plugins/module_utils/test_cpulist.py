@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils.cpulist import (
+from ansible_collections.llmops.inference.plugins.module_utils.host.cpulist import (
     CpuListError,
     format_cpulist,
     gpu_cpuset,

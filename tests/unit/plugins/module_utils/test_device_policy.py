@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import device_policy as dp
+from ansible_collections.llmops.inference.plugins.module_utils.host import device_policy as dp
 
 # /proc/self/uid_map in a Proxmox VE unprivileged container (default idmap 100000, 65536 ids).
 PVE_UNPRIVILEGED = '         0     100000      65536\n'

@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import gpu_partition as gp
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import PciSysfs
+from ansible_collections.llmops.inference.plugins.module_utils.host import gpu_partition as gp
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import PciSysfs
 
 SEED = '10de:2bb5'
 NUMA0 = ['0000:01:00.0', '0000:21:00.0', '0000:41:00.0', '0000:61:00.0']

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import lxc_config as lc
+from ansible_collections.llmops.inference.plugins.module_utils.host import lxc_config as lc
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'proc_devices')
 

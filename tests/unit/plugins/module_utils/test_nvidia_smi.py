@@ -20,7 +20,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi import
     query_compute_apps_args,
     query_gpu_args,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import PciSysfs, build_inventory
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import PciSysfs, build_inventory
 
 CAPTURED_GPU_QUERY = 'nvidia-smi --query-gpu=driver_version,name,memory.total,pci.bus_id,compute_cap,uuid,index ' \
                      '--format=csv,noheader,nounits'

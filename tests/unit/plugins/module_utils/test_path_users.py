@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from ansible_collections.llmops.inference.plugins.module_utils import path_users
+from ansible_collections.llmops.inference.plugins.module_utils.host import path_users
 
 
 def test_mentions():

@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import pci_sysfs
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import (
+from ansible_collections.llmops.inference.plugins.module_utils.host import pci_sysfs
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import (
     PciAddressError,
     PciSysfs,
     build_inventory,

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import proxmox_qm as qm
+from ansible_collections.llmops.inference.plugins.module_utils.host import proxmox_qm as qm
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'proxmox_qm')
 SEED = ['0000:81:00.0', '0000:a1:00.0', '0000:c1:00.0', '0000:e1:00.0']

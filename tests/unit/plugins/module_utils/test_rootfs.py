@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.llmops.inference.plugins.module_utils import rootfs as rf
+from ansible_collections.llmops.inference.plugins.module_utils.host import rootfs as rf
 from nvidia_fixtures import build
 
 

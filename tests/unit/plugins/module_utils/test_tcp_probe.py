@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 
-from ansible_collections.llmops.inference.plugins.module_utils import tcp_probe
+from ansible_collections.llmops.inference.plugins.module_utils.host import tcp_probe
 
 LOCAL = '127.0.0.1'
 

@@ -15,7 +15,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import tp_node_facts as facts
+from ansible_collections.llmops.inference.plugins.module_utils.host import node_facts as facts
 
 
 def test_dist_info_names_give_normalised_versions():

@@ -18,9 +18,9 @@ import pytest
 from ansible.module_utils import basic
 from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
-from ansible_collections.llmops.inference.plugins.module_utils import gpu_partition as gp
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import PciSysfs
-from ansible_collections.llmops.inference.plugins.module_utils.sysfs_bind import BindError, SysfsBinder, write_with_timeout
+from ansible_collections.llmops.inference.plugins.module_utils.host import gpu_partition as gp
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import PciSysfs
+from ansible_collections.llmops.inference.plugins.module_utils.host.sysfs_bind import BindError, SysfsBinder, write_with_timeout
 from ansible_collections.llmops.inference.plugins.modules import gpu_partition
 
 SEED_SPLIT = [{'numa_node': 1, 'count': 4, 'driver': 'vfio-pci'}, {'numa_node': 0, 'driver': 'nvidia'}]

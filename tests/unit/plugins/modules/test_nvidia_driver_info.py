@@ -14,7 +14,7 @@ import yaml
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.llmops.inference.plugins.module_utils.rootfs import RootFS
+from ansible_collections.llmops.inference.plugins.module_utils.host.rootfs import RootFS
 from ansible_collections.llmops.inference.plugins.modules import nvidia_driver_info
 from module_harness import AnsibleExitJson, AnsibleFailJson, run
 

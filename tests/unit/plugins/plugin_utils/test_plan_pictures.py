@@ -23,10 +23,10 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.llmops.inference.plugins.filter.plan_memory_html import FilterModule as MemoryFilter
 from ansible_collections.llmops.inference.plugins.filter.plan_topology_html import FilterModule as TopologyFilter
-from ansible_collections.llmops.inference.plugins.module_utils import gpu_partition as gp
+from ansible_collections.llmops.inference.plugins.module_utils.host import gpu_partition as gp
 from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import PciSysfs
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import PciSysfs
 from ansible_collections.llmops.inference.plugins.plugin_utils import plan_pictures as pp
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))

@@ -27,7 +27,7 @@ import errno
 import os
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import (
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import (
     NVIDIA_VENDOR_ID,
     PciAddressError,
     normalize_pci_address,

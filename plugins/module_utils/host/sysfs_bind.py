@@ -25,7 +25,7 @@ import os
 import select
 import time
 
-from ansible_collections.llmops.inference.plugins.module_utils.pci_sysfs import normalize_pci_address
+from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import normalize_pci_address
 
 try:
     MAXFD = os.sysconf('SC_OPEN_MAX')
