@@ -346,7 +346,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi import (
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.nvidia_smi import (
     NvidiaSmiParseError,
     GPU_QUERY_FIELDS,
     invalid_field,

@@ -357,7 +357,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.host.gpu_partitio
     scan_open_handles,
     snapshot,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi import (
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.nvidia_smi import (
     NvidiaSmiParseError,
     parse_compute_apps,
     query_compute_apps_args,

@@ -428,11 +428,11 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils.cuda_compat import parse_cuda_version
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_driver import inspect
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi import query_gpu_args
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi_banner import GPU_QUERY_FIELDS, nvidia_smi_record
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_versions import parse_version
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.cuda_compat import parse_cuda_version
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.driver import inspect
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.nvidia_smi import query_gpu_args
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.smi_banner import GPU_QUERY_FIELDS, nvidia_smi_record
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.versions import parse_version
 from ansible_collections.llmops.inference.plugins.module_utils.host.rootfs import RootFS
 
 NVIDIA_SMI_DIRS = ["/usr/bin", "/usr/local/nvidia/bin", "/usr/local/bin"]

@@ -88,7 +88,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils import triton_build_probe
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.scripts import triton_build_probe
 
 PROBE_NAME = 'triton_build_probe.py'
 

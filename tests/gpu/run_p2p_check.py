@@ -6,7 +6,7 @@ Needs only python3 with torch (CUDA build) and 2+ GPUs. Run from the repository 
     python3 tests/gpu/run_p2p_check.py --out /tmp/p2p-out            # all modes, all visible GPUs
     python3 tests/gpu/run_p2p_check.py --gpus 0,1 --modes none         # just the real check
 
-It drives plugins/module_utils/p2p_worker.py exactly as the module does (coreutils `timeout --kill-after` around
+It drives plugins/module_utils/gpu/scripts/p2p_worker.py exactly as the module does (coreutils `timeout --kill-after` around
 each phase, phase B with NCCL_P2P_DISABLE=1 only when phase A is not clean) and judges with p2p_verdict.py.
 Writes to --out: summary.md, p2p_<mode>.json (verdict + raw worker output incl. NCCL_DEBUG=INFO lines),
 gpu_state.txt (read-only nvidia-smi queries before/after: the GPUs must be left as found).

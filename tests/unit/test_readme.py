@@ -139,7 +139,7 @@ def test_the_requirements_are_the_ones_the_files_state():
     lock = 'profiles/locks/sglang-%s-py3.11.txt' % sglang['version']
     runtime = re.search(r'^nvidia-cuda-runtime==(\d+)\.(\d+)\.\S+', read(lock), re.M)
     assert '`%s`' % lock in README and '`%s`' % runtime.group(0) in README, runtime.group(0)
-    from ansible_collections.llmops.inference.plugins.module_utils.cuda_compat import cuda_min_driver
+    from ansible_collections.llmops.inference.plugins.module_utils.gpu.cuda_compat import cuda_min_driver
     minimum = cuda_min_driver('%s.%s' % runtime.groups())['min_driver']
     assert 'CUDA %s.%s runtime wheels' % runtime.groups() in README and 'driver %s or newer' % minimum in README
     targets = [line for line in README.splitlines() if line.startswith('| targets |')]

@@ -7,8 +7,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import cuda_compat as cc
-from ansible_collections.llmops.inference.plugins.module_utils import nvidia_versions as nv
+from ansible_collections.llmops.inference.plugins.module_utils.gpu import cuda_compat as cc
+from ansible_collections.llmops.inference.plugins.module_utils.gpu import versions as nv
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import nvidia_driver as nd
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi_banner import nvidia_smi_record
+from ansible_collections.llmops.inference.plugins.module_utils.gpu import driver as nd
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.smi_banner import nvidia_smi_record
 from ansible_collections.llmops.inference.plugins.module_utils.host.rootfs import RootFS
 from nvidia_fixtures import GEN, build, captured, smi_text
 

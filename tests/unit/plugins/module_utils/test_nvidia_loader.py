@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import nvidia_loader as nl
+from ansible_collections.llmops.inference.plugins.module_utils.gpu import loader as nl
 from ansible_collections.llmops.inference.plugins.module_utils.host import rootfs as rf
 from nvidia_fixtures import GEN, build
 

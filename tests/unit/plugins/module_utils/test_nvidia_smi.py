@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi import (
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.nvidia_smi import (
     GPU_QUERY_FIELDS,
     NvidiaSmiParseError,
     invalid_field,

@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import nvidia_smi_banner as sb
+from ansible_collections.llmops.inference.plugins.module_utils.gpu import smi_banner as sb
 from nvidia_fixtures import captured, smi_text
 
 

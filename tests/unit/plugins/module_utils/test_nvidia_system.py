@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import nvidia_system as ns
+from ansible_collections.llmops.inference.plugins.module_utils.gpu import system as ns
 from ansible_collections.llmops.inference.plugins.module_utils.host import rootfs as rf
 from nvidia_fixtures import FACTS, HostLikeRootFS, build
 

@@ -16,7 +16,9 @@ import subprocess
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import p2p_verdict, p2p_worker, sglang_logs
+from ansible_collections.llmops.inference.plugins.module_utils import sglang_logs
+from ansible_collections.llmops.inference.plugins.module_utils.gpu import p2p_verdict
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.scripts import p2p_worker
 
 TORCH_PYTHON = os.environ.get('P2PCHECK_TEST_PYTHON')
 OPTIONS = dict(nnodes=2, node_rank=1, dist_init_addr='10.10.0.1:20000', backend='gloo', allreduce_mib=1,

@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import p2p_verdict as v
+from ansible_collections.llmops.inference.plugins.module_utils.gpu import p2p_verdict as v
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures')
 H200 = os.path.join(FIXTURES, 'p2p', 'h200x2')

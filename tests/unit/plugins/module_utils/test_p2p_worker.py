@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import p2p_verdict
-from ansible_collections.llmops.inference.plugins.module_utils import p2p_worker
+from ansible_collections.llmops.inference.plugins.module_utils.gpu import p2p_verdict
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.scripts import p2p_worker
 
 WORKER = p2p_worker.__file__
 TORCH_PYTHON = os.environ.get('P2PCHECK_TEST_PYTHON')

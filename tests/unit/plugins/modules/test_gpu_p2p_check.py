@@ -19,7 +19,7 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.llmops.inference.plugins.modules import gpu_p2p_check
-from ansible_collections.llmops.inference.plugins.module_utils import p2p_worker
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.scripts import p2p_worker
 from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
 H200 = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', 'fixtures', 'p2p', 'h200x2')

@@ -45,7 +45,7 @@ def test_a_missing_interpreter(tmp_path):
 
 
 def test_the_probe_finds_the_compiler_as_triton_does(monkeypatch):
-    from ansible_collections.llmops.inference.plugins.module_utils import triton_build_probe as probe
+    from ansible_collections.llmops.inference.plugins.module_utils.gpu.scripts import triton_build_probe as probe
     monkeypatch.delenv('CC', raising=False)
     found = {'gcc': '/usr/bin/gcc', 'clang': '/usr/bin/clang'}
     monkeypatch.setattr(probe.shutil, 'which', found.get)

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_versions import DRIVER_VERSION_RE, parse_version
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.versions import DRIVER_VERSION_RE, parse_version
 from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import parse_nvidia_gpu_information
 
 KERNEL_SUBMODULES = ("nvidia_uvm", "nvidia_modeset", "nvidia_drm")

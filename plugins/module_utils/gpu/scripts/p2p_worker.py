@@ -7,7 +7,7 @@ This file runs ON THE SERVING HOST under the Python that has torch (the SGLang v
 module_utils so AnsiballZ carries it, writes its source into the module's temp dir and executes it with
 O(python_interpreter). It is runnable by hand as well, with nothing but python3 + torch::
 
-    python3 plugins/module_utils/p2p_worker.py --gpus 0,1 --sizes-mib 1,64,512
+    python3 plugins/module_utils/gpu/scripts/p2p_worker.py --gpus 0,1 --sizes-mib 1,64,512
 
 Top-level imports are stdlib only (ansible-test sanity imports every module_utils file); torch is imported inside
 the child roles only. One invocation checks one phase (P2P allowed, or --p2p-disable) and prints one JSON document;

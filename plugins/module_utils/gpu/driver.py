@@ -16,7 +16,7 @@ __metaclass__ = type
 import posixpath
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.cuda_compat import (
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.cuda_compat import (
     BLACKWELL_COMPUTE_CAPABILITY_MAJORS,
     BLACKWELL_MIN_DRIVER_BRANCH,
     BLACKWELL_NAME_RE,
@@ -24,20 +24,20 @@ from ansible_collections.llmops.inference.plugins.module_utils.cuda_compat impor
     cuda_version_for_driver_branch,
     newest_cuda_for_driver,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_loader import (
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.loader import (
     is_compat_path,
     library_inventory,
     loader_search_path,
     resolve_soname,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi_banner import nvidia_smi_record
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_system import (
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.smi_banner import nvidia_smi_record
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.system import (
     detect_arch,
     detect_context,
     read_gpus,
     read_kernel,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_versions import (
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.versions import (
     compare_versions,
     driver_branch,
     parse_version,

@@ -16,7 +16,7 @@ __metaclass__ = type
 import posixpath
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_versions import DRIVER_VERSION_RE
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.versions import DRIVER_VERSION_RE
 
 LIB_VERSION_RE = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)?)$")
 # Driver-versioned library files worth inventorying (libnvidia-egl-wayland.so.1.1.13 and friends carry their own

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.nvidia_smi import NvidiaSmiParseError, parse_query_gpu
+from ansible_collections.llmops.inference.plugins.module_utils.gpu.nvidia_smi import NvidiaSmiParseError, parse_query_gpu
 
 # The GPU query nvidia_driver_info runs (the CSV parser is nvidia_smi.parse_query_gpu).
 GPU_QUERY_FIELDS = ("name", "compute_cap")
