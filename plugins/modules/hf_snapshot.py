@@ -339,9 +339,9 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.llmops.inference.plugins.module_utils.common.failures import ModuleFailure
-from ansible_collections.llmops.inference.plugins.module_utils.hf_hub import MissingHubClient
-from ansible_collections.llmops.inference.plugins.module_utils.hf_remove import remove_model
-from ansible_collections.llmops.inference.plugins.module_utils.hf_sync import sync_model
+from ansible_collections.llmops.inference.plugins.module_utils.hf.hub import MissingHubClient
+from ansible_collections.llmops.inference.plugins.module_utils.hf.remove import remove_model
+from ansible_collections.llmops.inference.plugins.module_utils.hf.sync import sync_model
 
 
 def build_module():

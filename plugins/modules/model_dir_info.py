@@ -109,7 +109,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.inference.plugins.module_utils.common.free_space import free_bytes
-from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import MARKER_NAME, parse_marker
+from ansible_collections.llmops.inference.plugins.module_utils.hf.marker import MARKER_NAME, parse_marker
 from ansible_collections.llmops.inference.plugins.module_utils.common.path_safety import (
     forbidden_reason,
     mount_point,

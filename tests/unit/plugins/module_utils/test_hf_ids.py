@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import hf_ids
+from ansible_collections.llmops.inference.plugins.module_utils.hf import ids as hf_ids
 
 
 @pytest.mark.parametrize('repo_id', ['Qwen/Qwen3.5-122B-A10B', 'gpt2', 'org_1/model.v2-final', 'a/b'])

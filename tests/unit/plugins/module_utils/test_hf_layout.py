@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import hf_layout
-from ansible_collections.llmops.inference.plugins.module_utils import hf_marker
+from ansible_collections.llmops.inference.plugins.module_utils.hf import layout as hf_layout
+from ansible_collections.llmops.inference.plugins.module_utils.hf import marker as hf_marker
 
 
 @pytest.mark.parametrize('path', ['/etc/passwd', '../x', 'a/../../x', 'a//b', './x', '.llmops-hf-model.json', '.cache/x', ''])

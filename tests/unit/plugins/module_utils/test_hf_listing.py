@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils import hf_listing
+from ansible_collections.llmops.inference.plugins.module_utils.hf import listing as hf_listing
 
 
 def test_filter_paths_matches_snapshot_download_rules():

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import hf_listing
-from ansible_collections.llmops.inference.plugins.module_utils import hf_marker
+from ansible_collections.llmops.inference.plugins.module_utils.hf import listing as hf_listing
+from ansible_collections.llmops.inference.plugins.module_utils.hf import marker as hf_marker
 
 
 SHA_A = 'a' * 64

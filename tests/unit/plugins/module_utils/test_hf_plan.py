@@ -7,9 +7,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils import hf_listing
-from ansible_collections.llmops.inference.plugins.module_utils import hf_marker
-from ansible_collections.llmops.inference.plugins.module_utils import hf_plan
+from ansible_collections.llmops.inference.plugins.module_utils.hf import listing as hf_listing
+from ansible_collections.llmops.inference.plugins.module_utils.hf import marker as hf_marker
+from ansible_collections.llmops.inference.plugins.module_utils.hf import download_plan as hf_plan
 
 
 SHA_A = 'a' * 64

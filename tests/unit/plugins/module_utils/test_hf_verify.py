@@ -9,7 +9,8 @@ __metaclass__ = type
 
 import hashlib
 
-from ansible_collections.llmops.inference.plugins.module_utils import hf_listing, hf_verify
+from ansible_collections.llmops.inference.plugins.module_utils.hf import listing as hf_listing
+from ansible_collections.llmops.inference.plugins.module_utils.hf import verify as hf_verify
 from ansible_collections.llmops.inference.plugins.module_utils.common import progress_file
 
 

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """hf_snapshot through its real argument spec: refusals before any write, check and diff mode, state=absent.
 
-The Hub client is replaced by a small in-memory fake at the import_hf() boundary (module_utils/hf_hub.py, as
+The Hub client is replaced by a small in-memory fake at the import_hf() boundary (module_utils/hf/hub.py, as
 hf_sync.py calls it; same call signatures as
 huggingface_hub 2.4: HfApi.repo_info/list_repo_tree, hf_hub_download(local_dir=...)); real downloads from a real
 mirror run in tests/integration/targets/hf_model.
@@ -26,8 +26,9 @@ from ansible.module_utils import basic
 
 from module_harness import AnsibleFailJson, run
 
-from ansible_collections.llmops.inference.plugins.module_utils import hf_hub, hf_sync
-from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import MARKER_NAME
+from ansible_collections.llmops.inference.plugins.module_utils.hf import hub as hf_hub
+from ansible_collections.llmops.inference.plugins.module_utils.hf import sync as hf_sync
+from ansible_collections.llmops.inference.plugins.module_utils.hf.marker import MARKER_NAME
 from ansible_collections.llmops.inference.plugins.modules import hf_snapshot
 
 COMMIT = 'c' * 40

@@ -14,7 +14,7 @@ import sys
 
 from module_harness import AnsibleExitJson, run
 
-from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import MARKER_NAME
+from ansible_collections.llmops.inference.plugins.module_utils.hf.marker import MARKER_NAME
 from ansible_collections.llmops.inference.plugins.modules import model_dir_info
 
 

@@ -17,9 +17,9 @@ import os
 import threading
 import time
 
-from ansible_collections.llmops.inference.plugins.module_utils.hf_hub import HubError, hub_message
-from ansible_collections.llmops.inference.plugins.module_utils.hf_layout import HF_LOCAL_CACHE_DIR, lstat_regular
-from ansible_collections.llmops.inference.plugins.module_utils.hf_verify import hash_jobs
+from ansible_collections.llmops.inference.plugins.module_utils.hf.hub import HubError, hub_message
+from ansible_collections.llmops.inference.plugins.module_utils.hf.layout import HF_LOCAL_CACHE_DIR, lstat_regular
+from ansible_collections.llmops.inference.plugins.module_utils.hf.verify import hash_jobs
 
 
 def make_bar_class(progress, counted):

@@ -18,8 +18,8 @@ import time
 from ansible_collections.llmops.inference.plugins.module_utils.common.atomic_files import remove_path
 from ansible_collections.llmops.inference.plugins.module_utils.common.failures import ModuleFailure
 from ansible_collections.llmops.inference.plugins.module_utils.common.file_lock import Lock
-from ansible_collections.llmops.inference.plugins.module_utils.hf_layout import work_paths
-from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import MARKER_NAME
+from ansible_collections.llmops.inference.plugins.module_utils.hf.layout import work_paths
+from ansible_collections.llmops.inference.plugins.module_utils.hf.marker import MARKER_NAME
 from ansible_collections.llmops.inference.plugins.module_utils.common.path_safety import dest_refusal
 from ansible_collections.llmops.inference.plugins.module_utils.host.path_users import (
     active_units_using,

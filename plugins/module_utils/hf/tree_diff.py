@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils.hf_listing import expected_digest
+from ansible_collections.llmops.inference.plugins.module_utils.hf.listing import expected_digest
 
 
 def describe_entry(entry):

@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import same_content
+from ansible_collections.llmops.inference.plugins.module_utils.hf.marker import same_content
 
 
 def make_plan(remote, marker, dest_files, staged_files, verify_mode='quick'):

@@ -15,7 +15,7 @@ __metaclass__ = type
 import json
 import time
 
-from ansible_collections.llmops.inference.plugins.module_utils.hf_listing import expected_digest
+from ansible_collections.llmops.inference.plugins.module_utils.hf.listing import expected_digest
 
 MARKER_NAME = '.llmops-hf-model.json'
 MARKER_FORMAT = 1

@@ -15,7 +15,7 @@ __metaclass__ = type
 import os
 import stat
 
-from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import MARKER_NAME
+from ansible_collections.llmops.inference.plugins.module_utils.hf.marker import MARKER_NAME
 
 # Written by huggingface_hub inside a local_dir (per-file metadata, locks, partial downloads); never part of a model.
 HF_LOCAL_CACHE_DIR = '.cache'

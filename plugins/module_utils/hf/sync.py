@@ -31,26 +31,26 @@ from ansible_collections.llmops.inference.plugins.module_utils.common.file_lock 
 from ansible_collections.llmops.inference.plugins.module_utils.common.file_perms import ensure_perms, resolve_ids
 from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import MB, fmt_bytes, rate_mb
 from ansible_collections.llmops.inference.plugins.module_utils.common.free_space import free_bytes, space_check
-from ansible_collections.llmops.inference.plugins.module_utils.hf_download import download_verified
-from ansible_collections.llmops.inference.plugins.module_utils.hf_hub import HubError, hf_env, import_hf
-from ansible_collections.llmops.inference.plugins.module_utils.hf_ids import repo_id_error, revision_error
-from ansible_collections.llmops.inference.plugins.module_utils.hf_layout import (
+from ansible_collections.llmops.inference.plugins.module_utils.hf.download import download_verified
+from ansible_collections.llmops.inference.plugins.module_utils.hf.hub import HubError, hf_env, import_hf
+from ansible_collections.llmops.inference.plugins.module_utils.hf.ids import repo_id_error, revision_error
+from ansible_collections.llmops.inference.plugins.module_utils.hf.layout import (
     HF_LOCAL_CACHE_DIR,
     lstat_regular,
     scan_tree,
     work_paths,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import (
+from ansible_collections.llmops.inference.plugins.module_utils.hf.marker import (
     MARKER_NAME,
     build_marker,
     marker_equivalent,
     marker_json,
     read_marker,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.hf_plan import make_plan, plan_summary
-from ansible_collections.llmops.inference.plugins.module_utils.hf_remote import resolve_remote
-from ansible_collections.llmops.inference.plugins.module_utils.hf_tree_diff import tree_diff
-from ansible_collections.llmops.inference.plugins.module_utils.hf_verify import Verifier, hash_jobs, invalid_safetensors
+from ansible_collections.llmops.inference.plugins.module_utils.hf.download_plan import make_plan, plan_summary
+from ansible_collections.llmops.inference.plugins.module_utils.hf.remote import resolve_remote
+from ansible_collections.llmops.inference.plugins.module_utils.hf.tree_diff import tree_diff
+from ansible_collections.llmops.inference.plugins.module_utils.hf.verify import Verifier, hash_jobs, invalid_safetensors
 from ansible_collections.llmops.inference.plugins.module_utils.common.path_safety import dest_refusal
 from ansible_collections.llmops.inference.plugins.module_utils.common.progress_file import Progress, ProgressWriter
 

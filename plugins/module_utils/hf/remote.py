@@ -16,15 +16,15 @@ __metaclass__ = type
 import shutil
 import tempfile
 
-from ansible_collections.llmops.inference.plugins.module_utils.hf_hub import HubError, hub_message
-from ansible_collections.llmops.inference.plugins.module_utils.hf_ids import is_commit_sha
-from ansible_collections.llmops.inference.plugins.module_utils.hf_layout import repo_path_error
-from ansible_collections.llmops.inference.plugins.module_utils.hf_listing import (
+from ansible_collections.llmops.inference.plugins.module_utils.hf.hub import HubError, hub_message
+from ansible_collections.llmops.inference.plugins.module_utils.hf.ids import is_commit_sha
+from ansible_collections.llmops.inference.plugins.module_utils.hf.layout import repo_path_error
+from ansible_collections.llmops.inference.plugins.module_utils.hf.listing import (
     filter_paths,
     missing_lfs_hashes,
     remote_entry,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.hf_marker import marker_covers, remote_from_marker
+from ansible_collections.llmops.inference.plugins.module_utils.hf.marker import marker_covers, remote_from_marker
 from ansible_collections.llmops.inference.plugins.module_utils.model.safetensors_files import index_missing_shards
 
 

@@ -15,7 +15,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.llmops.inference.plugins.module_utils.common.file_hashing import hash_files
-from ansible_collections.llmops.inference.plugins.module_utils.hf_listing import expected_digest
+from ansible_collections.llmops.inference.plugins.module_utils.hf.listing import expected_digest
 from ansible_collections.llmops.inference.plugins.module_utils.model.safetensors_files import safetensors_header_error
 
 
