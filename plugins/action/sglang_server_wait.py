@@ -5,7 +5,7 @@
 """Wait for an SGLang server and print its start-up progress on the controller (docs: modules/sglang_server_wait.py).
 
 A module cannot stream output, so this action runs the module of the same name as an async job whose
-``progress_file`` (in the async directory) holds the progress lines it formatted (module_utils/sglang_progress.py);
+``progress_file`` (in the async directory) holds the progress lines it formatted (module_utils/sglang/progress.py);
 every ``progress_interval`` seconds it reads the file and prints each new line, and a line at least every 30 s. The
 job's result is the module's own (same options, same return values). In check mode, or when the task has the
 ``async`` keyword, the module runs as any module does. The polling loop is plugin_utils/async_wait.py.

@@ -24,7 +24,10 @@ __metaclass__ = type
 import posixpath
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags, sglang_layout, sglang_release, sglang_startup
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sglang_flags
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import layout as sglang_layout
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import startup as sglang_startup
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import ModelConfigError
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts as config_facts
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest

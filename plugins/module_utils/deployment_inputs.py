@@ -25,7 +25,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks
     nearest,
 )
 from ansible_collections.llmops.inference.plugins.module_utils.profile_schema import SERVING
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_flags import DECIDED_ENV
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.flags import DECIDED_ENV
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import (
     BY_NAME,
     COLLECTION_PREFIXES,

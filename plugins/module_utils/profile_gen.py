@@ -19,8 +19,8 @@ import json
 import re
 import textwrap
 
-from ansible_collections.llmops.inference.plugins.module_utils import parser_detect
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import match_format, quant_config
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import parser_detect
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.quant import match_format, quant_config
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import PlanError, sized_facts
 from ansible_collections.llmops.inference.plugins.module_utils.model.weight_bytes import WeightBytesError, checkpoint_bytes
 

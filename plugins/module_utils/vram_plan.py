@@ -27,7 +27,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.model.config impo
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts as _model_facts
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import unsized_reason
 from ansible_collections.llmops.inference.plugins.module_utils.model import tensors as _mt
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import (
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.defaults import (
     GIB,
     SglangRuleError,
     capacity_defaults,
@@ -40,7 +40,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults i
     resolve_mamba_strategy,
     runtime_reserve_mib,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_layout import (
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.layout import (
     LayoutError,
     attention_parallel,
     default_page_size,
@@ -48,8 +48,8 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang_layout imp
     req_to_token_bytes,
     speculative_params,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import kv_cache_auto
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, check_choice
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.quant import kv_cache_auto
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.release import ReleaseError, check_choice
 from ansible_collections.llmops.inference.plugins.module_utils.spec_draft import (
     DraftError,
     check_algorithm,

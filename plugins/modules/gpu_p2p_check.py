@@ -326,7 +326,7 @@ import sys
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_logs
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import logs as sglang_logs
 from ansible_collections.llmops.inference.plugins.module_utils.gpu.scripts import p2p_worker
 from ansible_collections.llmops.inference.plugins.module_utils.gpu.p2p_verdict import (
     BACKENDS,

@@ -136,7 +136,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.common.json_files
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts
 from ansible_collections.llmops.inference.plugins.module_utils.profile_gen import (
     ProfileError, generate, slug, to_yaml)
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, load_table, release
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.release import ReleaseError, load_table, release
 
 FILES = (('config', 'config.json'), ('index', 'model.safetensors.index.json'),
          ('generation_config', 'generation_config.json'), ('tokenizer_config', 'tokenizer_config.json'),

@@ -129,7 +129,7 @@ from urllib.error import HTTPError, URLError
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.llmops.inference.plugins.module_utils import gateway_workers as gw
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import gateway_workers as gw
 
 
 class Client(object):

@@ -292,15 +292,15 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_parser_check
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_flags import (
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import parser_check as sglang_parser_check
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.flags import (
     FlagError,
     exec_start,
     format_preflight,
     render,
     systemd_quote,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, release
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.release import ReleaseError, release
 
 SERVER_KEYS = ('model_path', 'served_model_name', 'host', 'port', 'tp_size', 'speculative_num_draft_tokens',
                'speculative_num_steps', 'radix_cache', 'mamba_strategy', 'disable_overlap_schedule', 'page_size',

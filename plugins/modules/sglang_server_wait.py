@@ -235,12 +235,12 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_logs import (
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.logs import (
     StartupWatch,
     redact,
 )
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_progress
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_startup
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import progress as sglang_progress
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import startup as sglang_startup
 
 STATE_PROPS = ('ActiveState', 'SubState', 'NRestarts', 'ExecMainStatus', 'ExecMainPID', 'ExecMainStartTimestamp',
                'ExecMainStartTimestampMonotonic')

@@ -377,7 +377,7 @@ kind:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, release
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.release import ReleaseError, release
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import (
     PlanError,
     load_json,

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, '.collections'))
 
 from ansible_collections.llmops.inference.plugins.module_utils import monitoring_dashboard as dash  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils import monitoring_prometheus as prom  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release  # noqa: E402
 
 
 def release_names():

@@ -137,7 +137,7 @@ def _corpus(family):
         base = os.path.join(TEMPLATES, name)
         if not os.path.isdir(base):
             continue
-        from ansible_collections.llmops.inference.plugins.module_utils import parser_detect as pd
+        from ansible_collections.llmops.inference.plugins.module_utils.sglang import parser_detect as pd
         tokenizer_config = jinja = None
         if os.path.exists(os.path.join(base, 'tokenizer_config.json')):
             with open(os.path.join(base, 'tokenizer_config.json'), encoding='utf-8') as stream:
@@ -162,7 +162,7 @@ def _corpus(family):
 
 
 def detection_matches_sglang(release):
-    from ansible_collections.llmops.inference.plugins.module_utils import parser_detect as pd
+    from ansible_collections.llmops.inference.plugins.module_utils.sglang import parser_detect as pd
     from sglang.srt.parser import template_detection as td  # pylint: disable=import-error
     family = release['detection']
     out = []

@@ -4,7 +4,7 @@
 """Every log text the collection matches, and every pre-check that quotes SGLang, against the installed release.
 
 Run with the python of the lab SGLang venv (tests/sglang/run-parser-tests.sh runs it after test_parser.py). The
-texts come from the catalogue itself (plugins/module_utils/sglang_log_catalogue.py: failure signatures, milestones,
+texts come from the catalogue itself (plugins/module_utils/sglang/log_catalogue.py: failure signatures, milestones,
 start-up lines), the pre-checks from the flag rules' own code (every check name sglang_flags.py and
 sglang_defaults.py can emit), never from a list copied here:
 
@@ -35,10 +35,10 @@ import yaml  # SGLang depends on PyYAML, so the venv has it
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, '.collections'))
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_defaults  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_log_catalogue as catalogue  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import defaults as sglang_defaults  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sglang_flags  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import log_catalogue as catalogue  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_engine import _COLLECTION_CHECKS  # noqa: E402
 
 FIELD = None

@@ -25,8 +25,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 # .collections tree (a symlink to the checkout) makes that importable without Ansible in this venv.
 sys.path.insert(0, os.path.join(ROOT, '.collections'))
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags as flags  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release  # noqa: E402
 
 
 def load(name):

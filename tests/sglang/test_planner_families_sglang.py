@@ -30,7 +30,7 @@ import yaml  # SGLang depends on PyYAML, so the venv has it
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, '.collections'))
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp  # noqa: E402
 
 TPS = (1, 2, 4, 8)

@@ -7,7 +7,7 @@
   echo '["--model-path", "/m"]' | "$PY" tests/sglang/validate_args.py
 
 Prints one JSON object (ok, version, error, kind, values); exit 0 valid, 2 refused, 3 no usable sglang.
-The logic is plugins/module_utils/sglang_parser_check.py, the same file the sglang_server_args module runs.
+The logic is plugins/module_utils/sglang/parser_check.py, the same file the sglang_server_args module runs.
 """
 import os
 import runpy

@@ -160,7 +160,7 @@ def playbook_line(path):
 def failure_catalogue():
     """The start-up failures sglang_server_wait names, from the signature table itself (sglang_logs.SIGNATURES)."""
     sys.path.insert(0, os.path.join(ROOT, '.collections'))
-    from ansible_collections.llmops.inference.plugins.module_utils import sglang_logs
+    from ansible_collections.llmops.inference.plugins.module_utils.sglang import logs as sglang_logs
     lines = ['## SGLang start-up failures the service role names', '',
              'Matched in the journal by `llmops.inference.sglang_server_wait` (first match wins, in this order), plus '
              'a stall: no new log line and no GPU memory growth for `sglang_server_stall_timeout` seconds after the '

@@ -218,7 +218,7 @@ def test_the_hint_of_make_profile_runs_as_printed(build):
     """profile_gen's hint for a profile without a TP size, run exactly as it prints it (for the example's model)."""
     import yaml
     from ansible_collections.llmops.inference.plugins.module_utils import profile_gen as pg
-    from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+    from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
     with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as handle:
         table = sr.load_table(yaml.safe_load(handle))
     with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as handle:

@@ -19,7 +19,7 @@ import yaml
 
 from ansible_collections.llmops.inference.plugins.filter.profile_hints import FilterModule
 from ansible_collections.llmops.inference.plugins.module_utils import profile_gen as pg
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 CONFIGS = os.path.join(ROOT, 'tests', 'fixtures', 'hf_configs')

@@ -23,7 +23,7 @@ import os
 import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils import deployment_fits as df
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from ansible_collections.llmops.inference.plugins.module_utils import deployment_provenance as dp
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sglang_flags
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown
 from test_deployment import resolve, seed
 from test_deployment_refusals import ROOT, run

@@ -18,7 +18,7 @@ from test_deployment_refusals import ROOT, Loader, role_options
 
 from ansible_collections.llmops.inference.plugins.module_utils import deployment_tp_group as tpg
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_startup import measurement_file
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.startup import measurement_file
 
 INVENTORY = os.path.join(ROOT, 'inventories', 'multinode')
 

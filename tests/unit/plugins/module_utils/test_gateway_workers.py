@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import gateway_workers as gw
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import gateway_workers as gw
 
 # A GET /workers answer of smg 1.13.0 (captured on the development machine, trimmed to the fields read).
 LISTING = {'workers': [

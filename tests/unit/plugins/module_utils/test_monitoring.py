@@ -18,7 +18,7 @@ import yaml
 from ansible_collections.llmops.inference.plugins.module_utils import monitoring_dashboard as dash
 from ansible_collections.llmops.inference.plugins.module_utils import monitoring_prometheus as prom
 from ansible_collections.llmops.inference.plugins.module_utils import promql
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _stream:

@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_logs
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import logs as sglang_logs
 from ansible_collections.llmops.inference.plugins.module_utils.gpu import p2p_verdict
 from ansible_collections.llmops.inference.plugins.module_utils.gpu.scripts import p2p_worker
 

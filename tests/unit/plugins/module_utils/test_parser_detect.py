@@ -16,8 +16,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.llmops.inference.plugins.module_utils import parser_detect as pd
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import parser_detect as pd
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 TEMPLATES = os.path.join(ROOT, 'tests', 'fixtures', 'chat_templates')

@@ -37,8 +37,8 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.model import config as mc
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_layout as sl
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import layout as sl
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import spec_draft as sdr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 

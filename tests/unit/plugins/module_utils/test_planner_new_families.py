@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.model import config as mc
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')

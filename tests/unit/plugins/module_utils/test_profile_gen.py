@@ -16,7 +16,7 @@ import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils import profile_gen as pg
 from ansible_collections.llmops.inference.plugins.module_utils import profile_schema
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.model import weight_bytes as wb
 

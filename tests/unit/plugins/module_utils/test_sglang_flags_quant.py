@@ -14,8 +14,8 @@ import os
 
 import yaml
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags as f
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as f
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _stream:

@@ -7,9 +7,9 @@ really the pinned release's is tests/sglang/test_log_catalogue.py (make parser: 
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_log_catalogue as catalogue
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_logs import classify, milestones
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import log_catalogue as catalogue
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.logs import classify, milestones
 
 TEXTS = catalogue.every_text()
 

@@ -3,7 +3,7 @@
 """Failure signatures against the lines SGLang / PyTorch / NVML / NCCL / uvicorn really print, and the stall clock."""
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_logs import (
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.logs import (
     StartupWatch,
     classify,
     milestones,

@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_progress
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import progress as sglang_progress
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures')
 # A JSON string, as the notebook it comes from stores it: the carriage returns stay bytes of the data, not line ends.

@@ -16,8 +16,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_quant as sq
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import quant as sq
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:

@@ -19,7 +19,7 @@ import yaml
 from test_deployment import resolve  # the resolver harness (the seed deployment on its Proxmox container)
 from test_deployment_refusals import ROOT
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_startup as startup
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import startup
 
 FIXTURE = os.path.join(ROOT, 'tests', 'fixtures', 'sglang_startup', 'qwen3.5-122b-a10b-tp4-rtx-pro-6000.log')
 with open(FIXTURE[:-len('.log')] + '.oracle.json') as _handle:

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.model import config as mc
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_defaults as sd
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import defaults as sd
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown, render_text
 

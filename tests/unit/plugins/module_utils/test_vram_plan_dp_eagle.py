@@ -19,10 +19,10 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_defaults as sd
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags as sf
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_layout as sl
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import defaults as sd
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sf
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import layout as sl
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import spec_draft as sdr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 

@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.model import config as mc
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_flags as sf
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_layout as sl
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sf
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import layout as sl
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')

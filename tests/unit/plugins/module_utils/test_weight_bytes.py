@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.model import tensors as mt
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.model import weight_bytes as wb
 from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown

@@ -26,7 +26,7 @@ import pytest
 
 from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_logs import milestones
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.logs import milestones
 from ansible_collections.llmops.inference.plugins.modules import sglang_server_wait
 
 STANDIN = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'sglang', 'standin_server.py')

@@ -20,7 +20,7 @@ __metaclass__ = type
 
 import math
 
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import ReleaseError, check_choice
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.release import ReleaseError, check_choice
 
 GIB = 1 << 30
 

@@ -17,7 +17,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_log_catalogue as catalogue
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import log_catalogue as catalogue
 
 SCHEMA = 1
 # Drift thresholds (docs/sglang_server.md): a count (mamba slots, running requests, context length) may not differ

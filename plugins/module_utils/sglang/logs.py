@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_log_catalogue as catalogue
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import log_catalogue as catalogue
 
 # (name, [compiled regex...], summary, likely cause, fix), in the catalogue's order (first match wins). The texts and
 # where each comes from are in sglang_log_catalogue.py.

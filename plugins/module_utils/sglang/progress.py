@@ -21,7 +21,7 @@ __metaclass__ = type
 import re
 import time
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_log_catalogue as catalogue
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import log_catalogue as catalogue
 from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import fmt_duration
 
 _TEXTS = dict(catalogue.MILESTONES)

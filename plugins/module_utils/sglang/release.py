@@ -19,10 +19,10 @@ import copy
 import difflib
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.parser_detect import DetectRulesError
-from ansible_collections.llmops.inference.plugins.module_utils.parser_detect import check_rules as check_detection
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import QuantRulesError
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import check_rules as check_quantization
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.parser_detect import DetectRulesError
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.parser_detect import check_rules as check_detection
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.quant import QuantRulesError
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.quant import check_rules as check_quantization
 
 TABLE_PATH = 'profiles/sglang_releases.yml'
 

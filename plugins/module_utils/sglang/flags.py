@@ -26,11 +26,11 @@ from ansible_collections.llmops.inference.plugins.module_utils.model.config impo
     context_length,
     model_facts,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_defaults import resolve_mamba_strategy
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import quant_config
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_quant import resolve as resolve_quantization
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_layout import LayoutError, speculative_params
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_release import (
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.defaults import resolve_mamba_strategy
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.quant import quant_config
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.quant import resolve as resolve_quantization
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.layout import LayoutError, speculative_params
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.release import (
     CHOICE_OPTIONS, ReleaseError, check_choice)
 
 # SGLang's names for the mamba strategy flag, in any release: only the release's own may appear in extra args.

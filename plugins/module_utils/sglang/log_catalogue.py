@@ -368,7 +368,7 @@ FAILURES = (
 # Progress milestones: (name, texts). The parallel window (the stall detector's) opens and closes with the first
 # pair; their wording is each rule family's (profiles/sglang_releases.yml flags.parallel_begin / parallel_end, which
 # tests/sglang/test_log_catalogue.py compares with these). Each source is the log call in the pinned release (its
-# python/sglang/srt/..., file:line of the logger call); the start-up progress (module_utils/sglang_progress.py, the
+# python/sglang/srt/..., file:line of the logger call); the start-up progress (module_utils/sglang/progress.py, the
 # lines sglang_server_wait prints) shows the ones PROGRESS names.
 MILESTONES = (
     ('parallel_begin', [text(['Init parallel begin.'], 'sglang', when=('wording', 'parallel_begin'),
@@ -440,7 +440,7 @@ MILESTONES = (
                                      'at 127.0.0.1:30000')]),
 )
 
-# The milestones the start-up progress reports (module_utils/sglang_progress.py), in start-up order, with the words
+# The milestones the start-up progress reports (module_utils/sglang/progress.py), in start-up order, with the words
 # it prints; a repeat by the other TP ranks is one milestone, the shard bar one line per new percentage.
 PROGRESS = (
     ('parallel_begin', 'parallel init (NCCL)'),
@@ -454,7 +454,7 @@ PROGRESS = (
     ('follower_ready', 'ready (node of a TP group)'),
 )
 
-# The start-up lines whose numbers are compared with the plan (module_utils/sglang_startup.py), with named fields.
+# The start-up lines whose numbers are compared with the plan (module_utils/sglang/startup.py), with named fields.
 # Formats: docs/dev/sglang-memory.md section 8 (the pinned release's, file:line).
 _GB = ' GB'
 STARTUP_LINES = (
