@@ -45,9 +45,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
 sys.path.insert(0, os.path.join(ROOT, '.collections'))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'oracle'))
 
-from ansible_collections.llmops.inference.plugins.module_utils import profile_gen  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.planner import profile_gen  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts  # noqa: E402
 
 REFERENCE = os.path.join(ROOT, 'tests', 'fixtures', 'oracle', 'reference.json')

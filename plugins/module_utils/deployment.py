@@ -48,7 +48,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.deployment_server
     speculative_of,
 )
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import BY_NAME, SERVING_SETTINGS
-from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown, render_text
+from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import render_markdown, render_text
 
 SCHEMA = 1
 _VARIANT = re.compile(r'^[A-Za-z0-9_.-]{1,64}$')

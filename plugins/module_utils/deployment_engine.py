@@ -16,7 +16,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sglang_flags
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import BY_NAME

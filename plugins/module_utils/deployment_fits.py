@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan
 
 
 def _sizes(max_gpus):

@@ -134,7 +134,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.llmops.inference.plugins.module_utils.common.atomic_files import write_file_atomic
 from ansible_collections.llmops.inference.plugins.module_utils.common.json_files import read_json
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts
-from ansible_collections.llmops.inference.plugins.module_utils.profile_gen import (
+from ansible_collections.llmops.inference.plugins.module_utils.planner.profile_gen import (
     ProfileError, generate, slug, to_yaml)
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.release import ReleaseError, load_table, release
 

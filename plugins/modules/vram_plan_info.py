@@ -378,13 +378,13 @@ kind:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.release import ReleaseError, release
-from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import (
+from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_plan import (
     PlanError,
     load_json,
     plan_with_recommendations,
     read_model_path,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import (
+from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import (
     render_markdown,
     render_text,
 )

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import tight_reason
+from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import tight_reason
 
 MAX_REFUSAL_CHARS = 160
 

@@ -19,7 +19,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import headline
+from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import headline
 
 MIB_PER_GIB = 1024.0
 # A stack is the GPU's memory when its parts (each rounded by the planner to 0.001 or 0.01 GiB) add up to it within this.

@@ -18,7 +18,7 @@ What it measures, each step in fresh processes (the parent never imports torch, 
 
 While the processes of a step still hold their contexts, nvidia-smi is queried again (memory.used, compute apps).
 The planner figure is ``startup_overhead_gib = memory.total (nvidia-smi, MiB / 1024) - free after the NCCL init at
-the TP size (GiB)``, per world size; plugins/module_utils/vram_plan.py uses ``memory.total/1024 - startup_overhead_gib``
+the TP size (GiB)``, per world size; plugins/module_utils/planner/vram_plan.py uses ``memory.total/1024 - startup_overhead_gib``
 as the free memory before load when no calibration is given.
 
 Every process started here gets NCCL_NVLS_ENABLE=0, TORCH_SYMM_MEM_DISABLE_MULTICAST=1 and NVSHMEM_DISABLE_NVLS=1

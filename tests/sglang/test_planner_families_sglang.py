@@ -31,7 +31,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, '.collections'))
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp  # noqa: E402
 
 TPS = (1, 2, 4, 8)
 # Fixture configs ModelConfig cannot read without a GPU build or the model repository's code, with the words of its

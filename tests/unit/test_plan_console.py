@@ -217,7 +217,7 @@ def test_the_committed_picture_samples_are_what_make_plan_draws(build):
 def test_the_hint_of_make_profile_runs_as_printed(build):
     """profile_gen's hint for a profile without a TP size, run exactly as it prints it (for the example's model)."""
     import yaml
-    from ansible_collections.llmops.inference.plugins.module_utils import profile_gen as pg
+    from ansible_collections.llmops.inference.plugins.module_utils.planner import profile_gen as pg
     from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
     with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as handle:
         table = sr.load_table(yaml.safe_load(handle))

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.inference.plugins.filter.profile_hints import FilterModule
-from ansible_collections.llmops.inference.plugins.module_utils import profile_gen as pg
+from ansible_collections.llmops.inference.plugins.module_utils.planner import profile_gen as pg
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))

@@ -24,7 +24,7 @@ import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils import deployment_fits as df
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 PROFILES = os.path.join(ROOT, 'profiles')

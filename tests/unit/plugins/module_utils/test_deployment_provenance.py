@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.llmops.inference.plugins.module_utils import deployment_provenance as dp
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sglang_flags
-from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown
+from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import render_markdown
 from test_deployment import resolve, seed
 from test_deployment_refusals import ROOT, run
 

@@ -33,7 +33,7 @@ import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import quant as sq
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:

@@ -39,8 +39,8 @@ import yaml
 from ansible_collections.llmops.inference.plugins.module_utils.model import config as mc
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import layout as sl
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
-from ansible_collections.llmops.inference.plugins.module_utils import spec_draft as sdr
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils.planner import spec_draft as sdr
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures')

@@ -14,10 +14,10 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.llmops.inference.plugins.module_utils import profile_gen as pg
+from ansible_collections.llmops.inference.plugins.module_utils.planner import profile_gen as pg
 from ansible_collections.llmops.inference.plugins.module_utils import profile_schema
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.model import weight_bytes as wb
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')

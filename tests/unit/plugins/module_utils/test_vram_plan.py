@@ -16,8 +16,8 @@ import yaml
 from ansible_collections.llmops.inference.plugins.module_utils.model import config as mc
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import defaults as sd
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
-from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown, render_text
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import render_markdown, render_text
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 GIB = 1 << 30

@@ -19,7 +19,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.model import conf
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sf
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import layout as sl
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures')

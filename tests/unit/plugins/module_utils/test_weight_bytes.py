@@ -22,9 +22,9 @@ import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.model import tensors as mt
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.model import weight_bytes as wb
-from ansible_collections.llmops.inference.plugins.module_utils.vram_plan_report import render_markdown
+from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import render_markdown
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 GIB = float(1 << 30)

@@ -16,7 +16,7 @@ import yaml
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.modules import vram_plan_info
 from module_harness import AnsibleExitJson, AnsibleFailJson, run
 

@@ -25,7 +25,7 @@ from ansible_collections.llmops.inference.plugins.filter.plan_memory_html import
 from ansible_collections.llmops.inference.plugins.filter.plan_topology_html import FilterModule as TopologyFilter
 from ansible_collections.llmops.inference.plugins.module_utils.host import gpu_partition as gp
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
-from ansible_collections.llmops.inference.plugins.module_utils import vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import PciSysfs
 from ansible_collections.llmops.inference.plugins.plugin_utils import plan_pictures as pp
 

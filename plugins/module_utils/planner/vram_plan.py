@@ -50,7 +50,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang.layout imp
 )
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.quant import kv_cache_auto
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.release import ReleaseError, check_choice
-from ansible_collections.llmops.inference.plugins.module_utils.spec_draft import (
+from ansible_collections.llmops.inference.plugins.module_utils.planner.spec_draft import (
     DraftError,
     check_algorithm,
     check_draft_context,

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import context_table
+from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_plan import context_table
 
 MIB = 1 << 20
 

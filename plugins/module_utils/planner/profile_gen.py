@@ -21,7 +21,7 @@ import textwrap
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import parser_detect
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.quant import match_format, quant_config
-from ansible_collections.llmops.inference.plugins.module_utils.vram_plan import PlanError, sized_facts
+from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_plan import PlanError, sized_facts
 from ansible_collections.llmops.inference.plugins.module_utils.model.weight_bytes import WeightBytesError, checkpoint_bytes
 
 COMMIT_RE = re.compile(r'^[0-9a-f]{40}$')
