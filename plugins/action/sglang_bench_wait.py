@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import fmt_duration
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_bench import log_tail, tqdm_progress
+from ansible_collections.llmops.inference.plugins.module_utils.bench.client import log_tail, tqdm_progress
 from ansible_collections.llmops.inference.plugins.plugin_utils.async_wait import AsyncWaitAction, wait_args
 
 

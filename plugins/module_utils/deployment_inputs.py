@@ -17,7 +17,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.bench_report import METRICS
+from ansible_collections.llmops.inference.plugins.module_utils.bench.report import METRICS
 from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import (
     NOVALUE,
     check_bounds,

@@ -171,7 +171,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.llmops.inference.plugins.module_utils.openai_checks import (
+from ansible_collections.llmops.inference.plugins.module_utils.bench.openai_checks import (
     FAILED, OK, SKIPPED, UNSUPPORTED, check_chat, check_models, check_no_thinking, check_stream, check_thinking,
     check_tool_call, excerpt, parse_sse, result, summarize_stream, summary_line)
 

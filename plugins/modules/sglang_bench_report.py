@@ -139,8 +139,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.llmops.inference.plugins.module_utils.bench_report import METRICS, build
-from ansible_collections.llmops.inference.plugins.module_utils.bench_server_view import sections
+from ansible_collections.llmops.inference.plugins.module_utils.bench.report import METRICS, build
+from ansible_collections.llmops.inference.plugins.module_utils.bench.server_view import sections
 from ansible_collections.llmops.inference.plugins.module_utils.common.json_files import read_json
 
 

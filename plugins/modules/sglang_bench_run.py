@@ -208,7 +208,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.llmops.inference.plugins.module_utils.sglang_bench import (
+from ansible_collections.llmops.inference.plugins.module_utils.bench.client import (
     CLIENT_MODULES, accept_from_counters, accept_reset_body, build_argv, choose_accept_length, last_jsonl, log_tail,
     metrics_of, parse_prometheus, request_body, server_accept_length, server_summary, spec_counters,
     speculative_enabled)

@@ -19,7 +19,7 @@ import urllib.request
 import pytest
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import gateway_workers as gw
-from ansible_collections.llmops.inference.plugins.module_utils import openai_checks
+from ansible_collections.llmops.inference.plugins.module_utils.bench import openai_checks
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
 STANDIN = os.path.join(ROOT, 'tests', 'sglang', 'standin_server.py')

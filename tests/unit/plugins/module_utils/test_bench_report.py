@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils import bench_report as br
+from ansible_collections.llmops.inference.plugins.module_utils.bench import report as br
 
 
 def record(variant, concurrency, out_tps, tpot, ttft_p99=300.0, spec='EAGLE', accept=3.1, rate='inf', kind='concurrency'):

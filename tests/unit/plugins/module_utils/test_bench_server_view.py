@@ -1,13 +1,14 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The benchmark report's server-side view (module_utils/bench_server_view.py): Prometheus answers per run window."""
+"""The benchmark report's server-side view (module_utils/bench/server_view.py): Prometheus answers per run window."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils import bench_report, bench_server_view as sv
+from ansible_collections.llmops.inference.plugins.module_utils.bench import report as bench_report
+from ansible_collections.llmops.inference.plugins.module_utils.bench import server_view as sv
 
 T0 = 1764633600  # 2025-12-02T00:00:00Z
 

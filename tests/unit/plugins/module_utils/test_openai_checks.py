@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import openai_checks as oc
+from ansible_collections.llmops.inference.plugins.module_utils.bench import openai_checks as oc
 
 TOOL = {'type': 'function', 'function': {'name': 'get_weather', 'description': 'Get the weather.', 'parameters': {
     'type': 'object', 'required': ['city'],

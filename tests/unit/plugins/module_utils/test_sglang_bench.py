@@ -5,7 +5,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_bench as sb
+from ansible_collections.llmops.inference.plugins.module_utils.bench import client as sb
 
 OPTS = dict(backend='sglang-oai', base_url='http://127.0.0.1:30000/', model='qwen3.5-122b', tokenizer='/models/q',
             dataset_name='random-ids', dataset_path=None, input_len=1024, output_len=512, range_ratio=1.0,

@@ -18,8 +18,8 @@ import calendar
 import math
 import time
 
-from ansible_collections.llmops.inference.plugins.module_utils.bench_report import PALETTE, esc, num
-from ansible_collections.llmops.inference.plugins.module_utils.bench_report import _nice_max as nice_max
+from ansible_collections.llmops.inference.plugins.module_utils.bench.report import PALETTE, esc, num
+from ansible_collections.llmops.inference.plugins.module_utils.bench.report import _nice_max as nice_max
 
 
 def samples(response):
