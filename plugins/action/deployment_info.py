@@ -6,7 +6,7 @@
 
 Only the Ansible glue lives here: the host's variables as Ansible's precedence merged them (rendered), the groups,
 the other hosts' variables, the profile files read from the controller (once per run) and SGLang's own parser run
-as a subprocess. The resolution itself is module_utils/deployment_resolve.py (pure, unit-tested).
+as a subprocess. The resolution itself is plugin_utils/deployment/resolve.py (pure, unit-tested).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,10 +23,10 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_inputs import role_of
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve, summary
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import COLLECTION_PREFIXES
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.inputs import role_of
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve, summary
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec import COLLECTION_PREFIXES
 from ansible_collections.llmops.inference.plugins.plugin_utils.role_options import ROLE_OPTIONS
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

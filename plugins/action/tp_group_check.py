@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Action of llmops.inference.tp_group_check: the nodes of the host's TP group against each other (docs in the
 module). Only the Ansible glue is here: the group from llmops_deployment, every node's registered result from
-hostvars, the pin's pip locks read on the controller. The checks are module_utils/tp_group_preflight.py."""
+hostvars, the pin's pip locks read on the controller. The checks are plugin_utils/deployment/tp_group_preflight.py."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,7 +13,7 @@ __metaclass__ = type
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llmops.inference.plugins.module_utils import tp_group_preflight
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import tp_group_preflight
 from ansible_collections.llmops.inference.plugins.module_utils.host import node_facts as tp_node_facts
 
 _STAGES = ('facts', 'probe', 'model', 'nodes')

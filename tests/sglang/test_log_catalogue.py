@@ -39,7 +39,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang import def
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sglang_flags  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import log_catalogue as catalogue  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_engine import _COLLECTION_CHECKS  # noqa: E402
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.engine import _COLLECTION_CHECKS  # noqa: E402
 
 FIELD = None
 _SKIP_DIRS = ('test', 'tests', 'multimodal_gen', '__pycache__')

@@ -116,7 +116,7 @@ def description_problems(role, name, option):
 def deployment_section(spec, own):
     """The resolver's settings with their real types and defaults (deployment_spec.py), not the raw spec types."""
     sys.path.insert(0, os.path.join(ROOT, '.collections'))
-    from ansible_collections.llmops.inference.plugins.module_utils import deployment_spec
+    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import spec as deployment_spec
     lines = ['## Role `llmops.inference.deployment` and the collection-wide settings', '',
              cell(spec.get('short_description', '')) + '. Precedence and the `llmops_deployment` schema: '
              '[deployment_resolver.md](deployment_resolver.md).', '', '| variable | type | default | description |', '|---|---|---|---|']

@@ -22,7 +22,7 @@ def seed(**server):
 def resolve(overrides=None, p2p_verdict='', model_commit='', inventory_dir='/nonexistent', **server):
     hosts, groups = seed(**server)
     variables = dict((k, v) for k, v in hosts['ct-t'].items() if k != 'llmops_api_key')
-    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
+    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve as _resolve
     from test_deployment_refusals import Loader, role_options
     request = dict(host='ct-t', groups=groups, variables=variables, vars_of=lambda name: hosts.get(name, {}),
                    overrides=overrides or {}, p2p_verdict=p2p_verdict, require_secrets=True, api_key='k',
@@ -157,7 +157,7 @@ def test_p2p_verdict_decides_nccl_p2p_disable(verdict, disabled):
 def test_nccl_broken_is_refused_by_the_collection():
     hosts, groups = seed()
     variables = dict((k, v) for k, v in hosts['ct-t'].items())
-    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
+    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve as _resolve
     from test_deployment_refusals import Loader, role_options
     request = dict(host='ct-t', groups=groups, variables=variables, vars_of=lambda name: hosts.get(name, {}),
                    overrides={}, p2p_verdict='nccl_broken', require_secrets=True, api_key='k',
@@ -179,7 +179,7 @@ def test_the_parser_is_asked_for_every_command_line():
     hosts, groups = seed(llmops_parser_python='/usr/bin/python3',
                          llmops_variants=[{'name': 'radix-off', 'overrides': {'llmops_radix_cache': False}}])
     variables = dict((k, v) for k, v in hosts['ct-t'].items())
-    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
+    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve as _resolve
     from test_deployment_refusals import Loader, role_options
     request = dict(host='ct-t', groups=groups, variables=variables, vars_of=lambda name: hosts.get(name, {}),
                    overrides={}, p2p_verdict='', require_secrets=True, api_key='k', parse=parse,
@@ -192,8 +192,8 @@ def test_the_parser_is_asked_for_every_command_line():
 
 def test_the_proxmox_host_object():
     hosts, groups = seed()
-    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
-    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import summary
+    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve as _resolve
+    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import summary
     from test_deployment_refusals import Loader, role_options
     request = dict(host='pve-t', groups=groups, variables=hosts['pve-t'], vars_of=lambda name: hosts.get(name, {}),
                    collection_profiles=os.path.join(ROOT, 'profiles'), role_options=role_options.ROLE_OPTIONS)
@@ -230,7 +230,7 @@ def test_a_branch_is_locked_once_and_served_from_the_lock(tmp_path):
 
 
 def test_a_broken_lock_is_refused_with_its_file(tmp_path):
-    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
+    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve as _resolve
     from test_deployment_refusals import Loader, role_options
     (tmp_path / 'llmops-lock.yml').write_text('schema: 1\nhosts:\n  ct-t: {commit: main}\n')
     hosts, groups = seed()

@@ -15,8 +15,8 @@ import os
 import pytest
 
 from ansible_collections.llmops.inference.plugins.action.deployment_info import FileLoader
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_hosts import container_cpuset, numa_cpus
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.hosts import container_cpuset, numa_cpus
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 

@@ -22,7 +22,7 @@ import os
 
 import yaml
 
-from ansible_collections.llmops.inference.plugins.module_utils import deployment_fits as df
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import fits as df
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 

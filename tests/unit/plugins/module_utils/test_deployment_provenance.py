@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.module_utils import deployment_provenance as dp
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import provenance as dp
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sglang_flags
 from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import render_markdown
 from test_deployment import resolve, seed

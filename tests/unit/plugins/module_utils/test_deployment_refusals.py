@@ -15,7 +15,7 @@ import re
 import pytest
 
 from ansible_collections.llmops.inference.plugins.action.deployment_info import FileLoader
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 _spec = importlib.util.spec_from_file_location('bad_inputs', os.path.join(ROOT, 'tests', 'fixtures', 'bad_inputs.py'))

@@ -16,8 +16,8 @@ import yaml
 
 from test_deployment_refusals import ROOT, Loader, role_options
 
-from ansible_collections.llmops.inference.plugins.module_utils import deployment_tp_group as tpg
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import resolve as _resolve
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import tp_group as tpg
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve as _resolve
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.startup import measurement_file
 
 INVENTORY = os.path.join(ROOT, 'inventories', 'multinode')
@@ -245,7 +245,7 @@ def test_address_rules():
 
 def test_every_server_setting_is_either_per_node_or_compared():
     """A new llmops_* variable is compared between the nodes unless it is listed as per node: the list is not stale."""
-    from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import BY_NAME
+    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec import BY_NAME
     stale = [name for name in tpg.PER_NODE if name not in BY_NAME and name != 'llmops_gateway_worker_address']
     assert not stale
     assert copy.deepcopy(tpg.NETWORK_ENV) == ('NCCL_SOCKET_IFNAME', 'GLOO_SOCKET_IFNAME', 'NCCL_IB_DISABLE', 'NCCL_IB_HCA')
@@ -253,7 +253,7 @@ def test_every_server_setting_is_either_per_node_or_compared():
 
 def test_a_node_that_reports_nothing_is_refused_at_every_stage():
     """The group starts as one: a node missing from any stage's results is named, with the same fix."""
-    from ansible_collections.llmops.inference.plugins.module_utils import tp_group_preflight
+    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import tp_group_preflight
     group = {'name': 'tp_lab', 'port_block': [20000],
              'ranks': [{'host': 'a', 'node_rank': 0, 'address': '10.0.0.1'},
                        {'host': 'b', 'node_rank': 1, 'address': '10.0.0.2'}]}

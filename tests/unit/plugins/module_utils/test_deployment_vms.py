@@ -8,8 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import Problems
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_vms import resolve_vms
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import Problems
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.vms import resolve_vms
 
 VFIO = ['0000:81:00.0', '0000:a1:00.0', '0000:c1:00.0', '0000:e1:00.0']
 

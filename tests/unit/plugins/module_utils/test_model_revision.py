@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils import model_revision as mr
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import model_revision as mr
 
 REPO = 'Qwen/Qwen3.5-122B-A10B'
 A = 'a' * 40

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.planner import profile_gen as pg
-from ansible_collections.llmops.inference.plugins.module_utils import profile_schema
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import profile_schema
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.model import weight_bytes as wb

@@ -196,7 +196,7 @@ def test_the_next_plan_of_the_host_uses_the_measured_free_memory(tmp_path):
     assert any(n.startswith('free memory before load: 94.19 GiB, measured by the start of') and where in n
                for n in again['notes'])
     assert '(measured on this host)' in '\n'.join(again['plan']['report_lines'])
-    from ansible_collections.llmops.inference.plugins.module_utils.deployment_resolve import summary
+    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import summary
     assert 'free memory before load 94.19 GiB, measured on this host: %s' % where in summary(again)
     # An explicit calibration wins; so does switching it off; another TP size or release is not this measurement.
     assert resolve(overrides=dict(llmops_record_dir=record_dir, llmops_plan_free_memory_before_load_gib=90.0))[

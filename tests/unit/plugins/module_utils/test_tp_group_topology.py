@@ -11,7 +11,7 @@ __metaclass__ = type
 import copy
 
 
-from ansible_collections.llmops.inference.plugins.module_utils import tp_group_topology as topo
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import tp_group_topology as topo
 
 GROUP = {
     'name': 'tp_lab', 'nnodes': 2, 'node_rank': 1, 'role': 'follower', 'head': 'a', 'head_address': '10.0.0.1',

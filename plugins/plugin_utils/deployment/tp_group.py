@@ -29,9 +29,9 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils import deployment_inputs
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import VARIABLES
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import inputs as deployment_inputs
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec import VARIABLES
 
 # Settings that may differ between the nodes of a group: where the node is and what its own GPUs and links are.
 # Every other server setting must be the head's (the nodes run one server; SGLang does not compare them).

@@ -20,7 +20,7 @@ __metaclass__ = type
 
 import posixpath
 
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems, nearest
 
 SCHEMA = 1
 LAUNCHER = '/usr/local/libexec/llmops/smg-launch'

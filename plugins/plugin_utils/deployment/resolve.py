@@ -24,16 +24,14 @@ __metaclass__ = type
 
 import posixpath
 
-from ansible_collections.llmops.inference.plugins.module_utils import deployment as server_resolver
-from ansible_collections.llmops.inference.plugins.module_utils import (
-    deployment_gateway,
-    deployment_hosts,
-    deployment_inputs,
-    deployment_tp_group,
-    model_revision,
-)
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
-from ansible_collections.llmops.inference.plugins.module_utils.profile_schema import (
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import server as server_resolver
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import gateway as deployment_gateway
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import hosts as deployment_hosts
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import inputs as deployment_inputs
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import tp_group as deployment_tp_group
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import model_revision
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.profile_schema import (
     check_hardware,
     check_model,
     check_pin,

@@ -18,15 +18,15 @@ __metaclass__ = type
 import re
 
 from ansible_collections.llmops.inference.plugins.module_utils.bench.report import METRICS
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import (
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import (
     NOVALUE,
     check_bounds,
     coerce,
     nearest,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.profile_schema import SERVING
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.profile_schema import SERVING
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.flags import DECIDED_ENV
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import (
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec import (
     BY_NAME,
     COLLECTION_PREFIXES,
     PASSED_BY_PLAYBOOKS,

@@ -18,8 +18,8 @@ import re
 
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sglang_flags
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import BY_NAME
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec import BY_NAME
 
 # Planner refusal kind -> the variable the operator most likely has to change.
 _PLAN_VARIABLE = {

@@ -18,7 +18,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, nearest
 from ansible_collections.llmops.inference.plugins.module_utils.host.proxmox_qm import (
     MAX_HOSTPCI,
     VMID_MAX,

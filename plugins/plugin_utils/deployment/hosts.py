@@ -22,8 +22,8 @@ import re
 
 from ansible_collections.llmops.inference.plugins.module_utils.host.cpulist import (
     CpuListError, format_cpulist, intersect_cpulists, parse_cpulist)
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_vms import resolve_vms
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.vms import resolve_vms
 
 SCHEMA = 1
 _PCI = re.compile(r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')

@@ -26,7 +26,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import BY_NAME
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec import BY_NAME
 
 REDACTED = '<redacted>'
 # The unit's own Environment= lines before the resolved environment (the sglang_server role's unit template writes

@@ -15,9 +15,9 @@ __metaclass__ = type
 import posixpath
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils import model_revision
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, nearest
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_hosts import container_cpuset, numa_cpus
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import model_revision
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.hosts import container_cpuset, numa_cpus
 
 REPO = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$')
 REVISION = re.compile(r'^[A-Za-z0-9._/-]{1,255}$')

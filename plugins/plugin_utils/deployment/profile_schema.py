@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import nearest
 
 # key -> (types, required, nested schema or None)
 _NUM = (int, float)

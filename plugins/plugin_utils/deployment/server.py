@@ -30,12 +30,13 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang import rel
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import startup as sglang_startup
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import ModelConfigError
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts as config_facts
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_checks import NOVALUE, Problems, nearest
-from ansible_collections.llmops.inference.plugins.module_utils import deployment_fits, deployment_provenance
-from ansible_collections.llmops.inference.plugins.module_utils import deployment_tp_group
-from ansible_collections.llmops.inference.plugins.module_utils import tp_group_topology
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_engine import plan_inputs, render, run_plan
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_server_checks import (
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import fits as deployment_fits
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import provenance as deployment_provenance
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import tp_group as deployment_tp_group
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import tp_group_topology
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.engine import plan_inputs, render, run_plan
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.server_checks import (
     API_KEY,
     INSTANCE,
     check_draft,
@@ -47,7 +48,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.deployment_server
     source_of,
     speculative_of,
 )
-from ansible_collections.llmops.inference.plugins.module_utils.deployment_spec import BY_NAME, SERVING_SETTINGS
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec import BY_NAME, SERVING_SETTINGS
 from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import render_markdown, render_text
 
 SCHEMA = 1
