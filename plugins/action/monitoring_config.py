@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Action of llmops.inference.monitoring_config: build the Prometheus and Grafana files on the controller (docs in
 the module). The Ansible glue only: the servers' resolved llmops_deployment from hostvars, YAML/JSON text; the
-configuration itself is module_utils/monitoring_prometheus.py and monitoring_dashboard.py (pure, unit-tested)."""
+configuration itself is plugin_utils/monitoring/prometheus.py and monitoring_dashboard.py (pure, unit-tested)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -17,9 +17,9 @@ import yaml
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.llmops.inference.plugins.module_utils import monitoring_dashboard as dash
-from ansible_collections.llmops.inference.plugins.module_utils import monitoring_prometheus as prom
-from ansible_collections.llmops.inference.plugins.module_utils.promql import unknown_names
+from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import dashboard as dash
+from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import prometheus as prom
+from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring.promql import unknown_names
 
 DEFAULTS = dict(hosts=None, target_addresses={}, thresholds={}, alert_for={}, rate_window='5m', scrape_interval='15s',
                 evaluation_interval='15s', rules_path='/etc/prometheus/rules/llmops-sglang.rules.yml',

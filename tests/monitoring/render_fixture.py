@@ -22,8 +22,8 @@ import yaml
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
 sys.path.insert(0, os.path.join(ROOT, '.collections'))
 
-from ansible_collections.llmops.inference.plugins.module_utils import monitoring_dashboard as dash  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils import monitoring_prometheus as prom  # noqa: E402
+from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import dashboard as dash  # noqa: E402
+from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import prometheus as prom  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release  # noqa: E402
 
 

@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import render_fixture  # noqa: E402  (a sibling file)
-from ansible_collections.llmops.inference.plugins.module_utils import monitoring_dashboard  # noqa: E402
+from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import dashboard as monitoring_dashboard  # noqa: E402
 
 
 def promtool(*args, **kw):

@@ -243,7 +243,8 @@ def metrics_match_source(release):
         out.append(('metric %s (%s)' % (key, name), not problems, '; '.join(problems) or '%s %s' % (kind, expected)))
 
     # The monitoring role's dashboard and rules, rendered from the table, read only what these collectors expose.
-    from ansible_collections.llmops.inference.plugins.module_utils import monitoring_dashboard, promql
+    from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import dashboard as monitoring_dashboard
+    from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import promql
     sys.path.insert(0, os.path.join(ROOT, 'tests', 'monitoring'))
     import render_fixture  # pylint: disable=import-error
     names = dict((key, family['name']) for key, family in table['families'].items())

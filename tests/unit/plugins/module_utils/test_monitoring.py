@@ -1,7 +1,7 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The monitoring configuration (module_utils/monitoring_prometheus.py, monitoring_dashboard.py, promql.py): targets,
+"""The monitoring configuration (plugin_utils/monitoring/prometheus.py, monitoring_dashboard.py, promql.py): targets,
 thresholds from the plan, refusals, and every rule and dashboard query naming a metric of the pinned release.
 promtool itself checks and tests the rendered files in tests/monitoring (make monitoring)."""
 
@@ -15,9 +15,9 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.llmops.inference.plugins.module_utils import monitoring_dashboard as dash
-from ansible_collections.llmops.inference.plugins.module_utils import monitoring_prometheus as prom
-from ansible_collections.llmops.inference.plugins.module_utils import promql
+from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import dashboard as dash
+from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import prometheus as prom
+from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import promql
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')

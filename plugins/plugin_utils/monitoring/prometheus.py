@@ -17,7 +17,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.promql import selector
+from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring.promql import selector
 
 JOB = 'sglang'
 RECORD_PREFIX = 'llmops:'

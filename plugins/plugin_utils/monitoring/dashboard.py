@@ -17,7 +17,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.module_utils.promql import unknown_names
+from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring.promql import unknown_names
 
 SCHEMA_VERSION = 39
 DATASOURCE = {'type': 'prometheus', 'uid': '${datasource}'}
