@@ -89,7 +89,7 @@ $(HF_CLIENT)/.installed: $(HF_LOCK)
 # without a shell gives CALLER_DIR=<absolute dir>); INVENTORY is relative to the collection, as for make plan; its
 # servers' hf_model_endpoint is the Hub endpoint when ENDPOINT is not given (then $HF_ENDPOINT, then huggingface.co).
 # Only variables given on the command line count: PROFILE_CLI_VARS names them for the commands the playbook prints
-# (they replay the operator's own command with FORCE=1, DIFF=1 or another DEST; plugins/plugin_utils/profile_hints.py).
+# (they replay the operator's own command with FORCE=1, DIFF=1 or another DEST; plugins/plugin_utils/views/profile_hints.py).
 PROFILE_VARS := REPO SRC REVISION ENDPOINT TP DEST FORCE DIFF INVENTORY CALLER_DIR
 PROFILE_CLI_VARS := $(strip $(foreach v,$(PROFILE_VARS),$(if $(filter command line,$(origin $(v))),$(v))))
 profile_arg = $(if $(filter $(1),$(PROFILE_CLI_VARS)),$($(1)))

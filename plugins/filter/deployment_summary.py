@@ -14,7 +14,7 @@ short_description: The few summary lines per host that make plan prints, from re
 description:
   - Takes a dict of host name to its resolved C(llmops_deployment) and returns the summary lines of every host, in
     the order of O(hosts), the first refused host's refusal in full at the top.
-  - The same function (plugins/plugin_utils/deployment_summary.py) writes the console summary of C(make plan), so the
+  - The same function (plugins/plugin_utils/views/deployment_summary.py) writes the console summary of C(make plan), so the
     deploy ends with the lines the plan began with.
 options:
   _input:
@@ -50,7 +50,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.inference.plugins.plugin_utils import deployment_summary as summary_lib
+from ansible_collections.llmops.inference.plugins.plugin_utils.views import deployment_summary as summary_lib
 
 
 def deployment_summary(deployments, hosts, failed=None):

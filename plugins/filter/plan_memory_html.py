@@ -19,7 +19,7 @@ description:
     table of the parts.
   - Inline SVG only, no script and no external asset; the same deployment gives the same bytes.
   - Every figure is one the plan published (C(llmops_deployment.plan)); nothing is planned again
-    (plugins/plugin_utils/plan_pictures.py).
+    (plugins/plugin_utils/views/plan_pictures.py).
 options:
   _input:
     description: The server's C(llmops_deployment); a refused one (or one without a plan) is an error.
@@ -47,7 +47,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.inference.plugins.plugin_utils import plan_pictures
+from ansible_collections.llmops.inference.plugins.plugin_utils.views import plan_pictures
 
 
 def plan_memory_html(deployment, host=None):

@@ -21,7 +21,7 @@ description:
   - Inline SVG only, no script and no external asset; the same inputs give the same bytes.
   - The destinations are the resolver's (C(containers), C(vfio_vms), C(vfio_addresses)), the drivers and groups the
     split plan's;
-    nothing is planned again (plugins/plugin_utils/plan_pictures.py).
+    nothing is planned again (plugins/plugin_utils/views/plan_pictures.py).
 options:
   _input:
     description: The Proxmox host's C(llmops_deployment).
@@ -55,7 +55,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.inference.plugins.plugin_utils import plan_pictures
+from ansible_collections.llmops.inference.plugins.plugin_utils.views import plan_pictures
 
 
 def plan_topology_html(deployment, split, source=None, host=None):

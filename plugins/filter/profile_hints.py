@@ -19,7 +19,7 @@ description:
     gets the command that shows the difference, the one that replaces it and the one that writes it elsewhere.
   - Each command is the operator's own (make or ansible-playbook, with the variables they gave) and works from
     O(invocation.caller_dir) (C(make -C <collection>) where that is not the collection root).
-  - The logic is plugins/plugin_utils/profile_hints.py.
+  - The logic is plugins/plugin_utils/views/profile_hints.py.
 options:
   _input:
     description: The registered result of M(llmops.inference.model_profile) (or the failed result in a rescue).
@@ -54,7 +54,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.llmops.inference.plugins.plugin_utils import profile_hints as hints_lib
+from ansible_collections.llmops.inference.plugins.plugin_utils.views import profile_hints as hints_lib
 
 
 def profile_hints(result, invocation, check_mode=False):

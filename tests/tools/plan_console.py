@@ -49,8 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plan_gate as gate  # noqa: E402  pylint: disable=wrong-import-position
 
 sys.path.insert(0, os.path.join(gate.ROOT, '.collections'))
-from ansible_collections.llmops.inference.plugins.plugin_utils import (  # noqa: E402  pylint: disable=wrong-import-position
-    deployment_summary as summary_lib)
+from ansible_collections.llmops.inference.plugins.plugin_utils.views import deployment_summary as summary_lib
 
 ROOT = gate.ROOT
 EXIT_OK, EXIT_REFUSED, EXIT_ERROR = 0, 2, 3
@@ -274,14 +273,14 @@ def _rel(path):
 
 
 def host_lines(host, out_dir, first_refused=None):
-    """The deploy's summary lines of a host (plugin_utils/deployment_summary.py), and where its plan files are."""
+    """The deploy's summary lines of a host (plugin_utils/views/deployment_summary.py), and where its plan files are."""
     hdir = os.path.join(out_dir, host)
     deployment = gate.read_json(os.path.join(hdir, 'deployment.json')) or {}
     lines = summary_lib.host_lines(host, deployment, shown_refusal=(host == first_refused))
     for name, picture in (('plan.md', 'plan.html'), ('gpu_partition.txt', 'topology.html')):
         path = os.path.join(hdir, name)
         if os.path.isfile(path) and not (name == 'plan.md' and deployment.get('kind') == 'proxmox_host'):
-            # The picture beside it (plugins/plugin_utils/plan_pictures.py), on the same line.
+            # The picture beside it (plugins/plugin_utils/views/plan_pictures.py), on the same line.
             shown = os.path.isfile(os.path.join(hdir, picture))
             lines.append('  %s%s' % (_rel(path), ' (picture: %s)' % picture if shown else ''))
     return lines

@@ -118,8 +118,8 @@ def test_each_plan_is_a_fresh_tree_and_keeps_the_previous(tmp_path):
 
 
 def test_the_summary_of_a_host():
-    """plugin_utils/deployment_summary.py: what make plan prints and the deploy ends with, from one deployment."""
-    from ansible_collections.llmops.inference.plugins.plugin_utils import deployment_summary as ds
+    """plugin_utils/views/deployment_summary.py: what make plan prints and the deploy ends with, from one deployment."""
+    from ansible_collections.llmops.inference.plugins.plugin_utils.views import deployment_summary as ds
     text = 'ct: 2 problems, nothing was changed on any host:\n1. llmops_tp_size = 3: bad. Fix: 4.\n2. other'
     assert ds.first_problem('ct', text) == 'llmops_tp_size = 3: bad. Fix: 4.'
     assert ds.first_problem('ct', 'ct: one line') == 'one line'
@@ -170,7 +170,7 @@ def test_make_plan_is_short_fresh_and_says_what_changed(build):
     assert not [line for line in lines if re.match(r'^(PLAY|TASK) \[', line) or 'plan_console.py' in line], first
     assert 'sglang-ct  FITS' in first and 'KV tokens ' in first and 'build/plan' not in first.replace(build, '')
     assert 'tight = it starts, but' in first
-    # Each picture beside its text report (plugins/plugin_utils/plan_pictures.py).
+    # Each picture beside its text report (plugins/plugin_utils/views/plan_pictures.py).
     assert '/plan.md (picture: plan.html)' in first and '/gpu_partition.txt (picture: topology.html)' in first, first
     log = os.path.join(build, 'plan.log')
     assert 'PLAY [Resolve every host of the inventory]' in open(log).read()
@@ -198,7 +198,7 @@ def test_make_plan_what_if_writes_its_own_plan(build):
     assert argv[argv.index('--mem-fraction-static') + 1] == '0.85'
 
 
-# The pictures make plan draws (plugins/plugin_utils/plan_pictures.py), committed as samples the README links to.
+# The pictures make plan draws (plugins/plugin_utils/views/plan_pictures.py), committed as samples the README links to.
 SAMPLES = (('sglang-ct', 'plan.html'), ('pve1', 'topology.html'))
 
 

@@ -30,7 +30,7 @@ grep -q 'sglang-ct: Qwen/Qwen3.5-122B-A10B@main -> /shared/models/Qwen3.5-122B-A
 grep -q 'plan: FITS' "$out/ok.log"
 tr -s ' \n' ' ' <"$out/ok.log" | grep -qF 'main of Qwen/Qwen3.5-122B-A10B is a branch or tag and not locked yet'
 grep -q 'pve1: 8 GPU(s), vfio-pci 0000:81:00.0, 0000:a1:00.0, 0000:c1:00.0, 0000:e1:00.0' "$out/ok.log"
-# It ends with the summary make plan prints (the last play, tag always; plugins/plugin_utils/deployment_summary.py).
+# It ends with the summary make plan prints (the last play, tag always; plugins/plugin_utils/views/deployment_summary.py).
 tail -n 20 "$out/ok.log" | grep -q 'TASK \[Show the summary (as make plan prints it)\]'
 tr -s ' \n' ' ' <"$out/ok.log" | grep -qF 'sglang-ct FITS (tight) qwen3.5-122b-a10b on 4 x RTX PRO 6000 Blackwell Server, TP4'
 tr -s ' \n' ' ' <"$out/ok.log" | grep -qF 'KV tokens 684,739 | max running requests 21 (bound by mamba slots)'

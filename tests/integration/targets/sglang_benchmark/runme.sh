@@ -169,7 +169,7 @@ log "case alerts took $((SECONDS - alerts_started)) s ($(cat "${state}/alerts.ti
 log "case chromium: headless render of report.html"
 "${lab_python}" "${root}/tests/bench/check_report_screenshot.py" "${results}/report.html" "${state}/screenshot.png" --min-charts 4
 # make plan's committed pictures (docs/samples/plan, fresh by tests/unit/test_plan_console.py) in the same browser:
-# each colour is a part of the picture (plugins/plugin_utils/plan_pictures.py), no console message, well-formed SVG.
+# each colour is a part of the picture (plugins/plugin_utils/views/plan_pictures.py), no console message, well-formed SVG.
 log "case chromium: headless render of make plan's sample pictures (plan.html, topology.html)"
 "${lab_python}" "${root}/tests/bench/check_report_screenshot.py" "${root}/docs/samples/plan/sglang-ct/plan.html" \
     "${state}/plan.png" --min-charts 1 --window 1280,720 --svg-xml --no-console --colour 1f77b4=weights \

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from ansible_collections.llmops.inference.plugins.filter.deployment_summary import FilterModule
-from ansible_collections.llmops.inference.plugins.plugin_utils import deployment_summary as ds
+from ansible_collections.llmops.inference.plugins.plugin_utils.views import deployment_summary as ds
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 summary = FilterModule().filters()['deployment_summary']

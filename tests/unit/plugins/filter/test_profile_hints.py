@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What make profile prints after the module (plugins/plugin_utils/profile_hints.py), over profiles generated from
+"""What make profile prints after the module (plugins/plugin_utils/views/profile_hints.py), over profiles generated from
 real config.json files: the follow-up plan, the MTP variant only for checkpoints with MTP layers, the commands on
 the refusal to replace a profile, each as it works from the operator's directory. tests/unit/test_make_profile.py
 runs them; this file checks their form and the MTP rule in memory."""

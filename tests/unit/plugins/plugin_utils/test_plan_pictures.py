@@ -1,7 +1,7 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""make plan's pictures (plugins/plugin_utils/plan_pictures.py): the memory bars of plans the real resolver and
+"""make plan's pictures (plugins/plugin_utils/views/plan_pictures.py): the memory bars of plans the real resolver and
 planner made, the topology of a split the real gpu_partition planning made on the sysfs fixtures.
 
 The browser check of the committed samples is in the sglang_benchmark integration target (Chromium is there), their
@@ -27,7 +27,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.host import gpu_p
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import PciSysfs
-from ansible_collections.llmops.inference.plugins.plugin_utils import plan_pictures as pp
+from ansible_collections.llmops.inference.plugins.plugin_utils.views import plan_pictures as pp
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 # The resolver harness of the deployment tests (the seed inventory as bad_inputs.yml builds it).

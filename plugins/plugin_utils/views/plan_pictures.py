@@ -242,7 +242,7 @@ def memory_html(host, deployment):
                 % (gib(total), '{:,}'.format(plan['gpu_memory_mib']), esc(gpus.get('profile') or '?')))
     if any(part['key'] == 'unaccounted' for part in segments):
         body.append('<p class="warn">The plan\'s parts do not add up to the GPU\'s memory: the picture is out of date '
-                    'with the planner (plugins/plugin_utils/plan_pictures.py).</p>')
+                    'with the planner (plugins/plugin_utils/views/plan_pictures.py).</p>')
     return page(plan.get('title') or host, body)
 
 
