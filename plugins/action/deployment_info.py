@@ -27,7 +27,7 @@ from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.proble
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.inputs import role_of
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve, summary
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec import COLLECTION_PREFIXES
-from ansible_collections.llmops.inference.plugins.plugin_utils.role_options import ROLE_OPTIONS
+from ansible_collections.llmops.inference.plugins.plugin_utils.actions.role_options import ROLE_OPTIONS
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PARSER_CHECK = os.path.join(COLLECTION_ROOT, 'plugins', 'module_utils', 'sglang_parser_check.py')

@@ -5,7 +5,7 @@
 """Wait for an async hf_snapshot job and print its progress on the controller (docs: modules/hf_snapshot_wait.py).
 
 The download runs as an async task that rewrites a JSON progress file on the target; each progress line is that
-file (read with ``slurp``) as bytes done/total, rate, ETA and files. The polling loop is plugin_utils/async_wait.py.
+file (read with ``slurp``) as bytes done/total, rate, ETA and files. The polling loop is plugin_utils/actions/async_wait.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import fmt_duration
 from ansible_collections.llmops.inference.plugins.module_utils.common.progress_file import progress_line
-from ansible_collections.llmops.inference.plugins.plugin_utils.async_wait import AsyncWaitAction, wait_args
+from ansible_collections.llmops.inference.plugins.plugin_utils.actions.async_wait import AsyncWaitAction, wait_args
 
 
 class ActionModule(AsyncWaitAction):

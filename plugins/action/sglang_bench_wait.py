@@ -6,7 +6,7 @@
 
 The benchmark client runs as an async task on the serving host and writes a tqdm progress bar into its log; each
 progress line is the end of that log (``tail -c 4096``) as run i/N, what it measures, requests done and elapsed time.
-The polling loop is plugin_utils/async_wait.py.
+The polling loop is plugin_utils/actions/async_wait.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,7 +15,7 @@ __metaclass__ = type
 
 from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import fmt_duration
 from ansible_collections.llmops.inference.plugins.module_utils.bench.client import log_tail, tqdm_progress
-from ansible_collections.llmops.inference.plugins.plugin_utils.async_wait import AsyncWaitAction, wait_args
+from ansible_collections.llmops.inference.plugins.plugin_utils.actions.async_wait import AsyncWaitAction, wait_args
 
 
 def progress_text(tail):

@@ -8,7 +8,7 @@ A module cannot stream output, so this action runs the module of the same name a
 ``progress_file`` (in the async directory) holds the progress lines it formatted (module_utils/sglang/progress.py);
 every ``progress_interval`` seconds it reads the file and prints each new line, and a line at least every 30 s. The
 job's result is the module's own (same options, same return values). In check mode, or when the task has the
-``async`` keyword, the module runs as any module does. The polling loop is plugin_utils/async_wait.py.
+``async`` keyword, the module runs as any module does. The polling loop is plugin_utils/actions/async_wait.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,7 +18,7 @@ __metaclass__ = type
 import secrets
 
 from ansible_collections.llmops.inference.plugins.module_utils.common.formatting import fmt_duration
-from ansible_collections.llmops.inference.plugins.plugin_utils import async_wait
+from ansible_collections.llmops.inference.plugins.plugin_utils.actions import async_wait
 
 MODULE = 'llmops.inference.sglang_server_wait'
 # Seconds the job may run beyond the module's own timeout (its last journal reads and the verdict).

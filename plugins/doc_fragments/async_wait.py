@@ -9,7 +9,7 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    # The options and attributes every *_wait action shares (plugins/plugin_utils/async_wait.py). Each action
+    # The options and attributes every *_wait action shares (plugins/plugin_utils/actions/async_wait.py). Each action
     # documents O(jid) (which module's job) and the option naming where the job leaves its progress.
     DOCUMENTATION = r'''
 options:

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The two files generated from the role contracts (written and checked by tests/tools/role_docs.py):
 
-- plugins/plugin_utils/role_options.py: every role option (type, elements, choices) and published fact, for the
+- plugins/plugin_utils/actions/role_options.py: every role option (type, elements, choices) and published fact, for the
   resolver's check of role variables set in an inventory (unknown names, wrong types) before any host changes;
 - roles/deployment/meta/argument_specs.yml: the deployment role's entry point, its own options from
   defaults/main.yml and the collection-wide llmops_* settings of plugins/plugin_utils/deployment/spec.py.

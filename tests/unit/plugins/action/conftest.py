@@ -1,7 +1,7 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Fixtures of the *_wait action tests (plugin_utils/async_wait.py's loop): a fake clock and the printed lines."""
+"""Fixtures of the *_wait action tests (plugin_utils/actions/async_wait.py's loop): a fake clock and the printed lines."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.llmops.inference.plugins.plugin_utils import async_wait
+from ansible_collections.llmops.inference.plugins.plugin_utils.actions import async_wait
 
 
 class Clock(object):

@@ -1,7 +1,7 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The two *_wait actions on their shared loop (plugin_utils/async_wait.py), with async_status and the progress
+"""The two *_wait actions on their shared loop (plugin_utils/actions/async_wait.py), with async_status and the progress
 reads faked at the _execute_module boundary and a fake clock (no sleeping)."""
 
 from __future__ import absolute_import, division, print_function
@@ -19,7 +19,7 @@ from unittest.mock import MagicMock
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.llmops.inference.plugins.action import hf_snapshot_wait, sglang_bench_wait
-from ansible_collections.llmops.inference.plugins.plugin_utils import async_wait
+from ansible_collections.llmops.inference.plugins.plugin_utils.actions import async_wait
 
 
 def make_action(module, args, responses, clock):
