@@ -368,7 +368,7 @@ def compare(plan, plan_refusal, res):
 
 def oracle_case(case, pre, after, plan=None):
     """The oracle's inputs. A speculative case passes --speculative-num-steps / -eagle-topk / -num-draft-tokens as
-    the collection renders them (sglang_flags.py renders all three, the planner's resolution of the unset
+    the collection renders them (module_utils/sglang/flags.py renders all three, the planner's resolution of the unset
     profile), and a hybrid model the mamba strategy it renders; an "autospec" case leaves both to SGLang's own
     choice (on SM100 SGLang's Qwen3.5 override reads the strategy before resolving it: page 1 unset, 64 rendered)."""
     out = dict(id=case['id'], config=case['config_dir'], draft=case['draft_dir'], tp=case['tp'],

@@ -30,7 +30,7 @@ from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec i
 from ansible_collections.llmops.inference.plugins.plugin_utils.actions.role_options import ROLE_OPTIONS
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PARSER_CHECK = os.path.join(COLLECTION_ROOT, 'plugins', 'module_utils', 'sglang_parser_check.py')
+PARSER_CHECK = os.path.join(COLLECTION_ROOT, 'plugins', 'module_utils', 'sglang', 'parser_check.py')
 # Names whose value is a secret or the published result itself: never templated into the inputs.
 _SKIP = ('llmops_api_key', 'llmops_deployment')
 

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Action of llmops.inference.monitoring_config: build the Prometheus and Grafana files on the controller (docs in
 the module). The Ansible glue only: the servers' resolved llmops_deployment from hostvars, YAML/JSON text; the
-configuration itself is plugin_utils/monitoring/prometheus.py and monitoring_dashboard.py (pure, unit-tested)."""
+configuration itself is plugin_utils/monitoring/prometheus.py and plugin_utils/monitoring/dashboard.py (pure, unit-tested)."""
 
 from __future__ import absolute_import, division, print_function
 

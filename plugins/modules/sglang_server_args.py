@@ -365,7 +365,7 @@ def plan_values(plan):
 
 
 def parser_source():
-    """Text of sglang_parser_check.py, also when AnsiballZ imported it from its zip."""
+    """Text of module_utils/sglang/parser_check.py, also when AnsiballZ imported it from its zip."""
     loader = getattr(sglang_parser_check, '__loader__', None)
     source = None
     if loader is not None and hasattr(loader, 'get_source'):

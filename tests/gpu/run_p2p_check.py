@@ -22,12 +22,12 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-UTILS = os.path.join(ROOT, 'plugins', 'module_utils')
+UTILS = os.path.join(ROOT, 'plugins', 'module_utils', 'gpu')
 sys.path.insert(0, UTILS)
 
 import p2p_verdict  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
-WORKER = os.path.join(UTILS, 'p2p_worker.py')
+WORKER = os.path.join(UTILS, 'scripts', 'p2p_worker.py')
 SMI_QUERIES = [
     ['nvidia-smi', '--query-gpu=index,name,pci.bus_id,driver_version,persistence_mode,compute_mode,'
                    'clocks.sm,clocks.mem,memory.used,memory.total', '--format=csv'],

@@ -5,8 +5,8 @@
 
 Run with the python of the lab SGLang venv (tests/sglang/run-parser-tests.sh runs it after test_parser.py). The
 texts come from the catalogue itself (plugins/module_utils/sglang/log_catalogue.py: failure signatures, milestones,
-start-up lines), the pre-checks from the flag rules' own code (every check name sglang_flags.py and
-sglang_defaults.py can emit), never from a list copied here:
+start-up lines), the pre-checks from the flag rules' own code (every check name module_utils/sglang/flags.py and
+module_utils/sglang/defaults.py can emit), never from a list copied here:
 
 - each word of a text (its verbatim pieces) must be in the text's origin as installed: a string literal of the
   pinned SGLang (implicit concatenation joined, docstrings left out), of CPython's argparse/asyncio/traceback or

@@ -30,14 +30,14 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang import rel
 
 
 def load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, 'plugins', 'module_utils', name + '.py'))
+    spec = importlib.util.spec_from_file_location(name.replace('/', '_'), os.path.join(ROOT, 'plugins', 'module_utils', *name.split('/')) + '.py')
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 # Loaded from its file, as the sglang_server_args module ships it (it must stay stdlib-only and self-contained).
-checker = load('sglang_parser_check')
+checker = load('sglang/parser_check')
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import release_rules  # noqa: E402  pylint: disable=wrong-import-position
 
@@ -107,7 +107,7 @@ def architectures_match_source(release):
         if name.endswith('.py'):
             with open(os.path.join(models_dir, name), encoding='utf-8', errors='replace') as stream:
                 models += stream.read()
-    with open(os.path.join(package, 'srt', 'configs', 'model_config.py'), encoding='utf-8') as stream:
+    with open(os.path.join(package, 'srt', 'configs', 'module_utils/model/config.py'), encoding='utf-8') as stream:
         model_config = stream.read()
     for family in ('gqa', 'mla', 'hybrid_swa'):
         absent = sorted(n for n in arch[family] if not re.search(r'^class %s\(' % re.escape(n), models, re.M))

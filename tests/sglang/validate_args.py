@@ -14,7 +14,7 @@ import runpy
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CHECK = os.path.join(HERE, '..', '..', 'plugins', 'module_utils', 'sglang_parser_check.py')
+CHECK = os.path.join(HERE, '..', '..', 'plugins', 'module_utils', 'sglang', 'parser_check.py')
 
 if __name__ == '__main__':
     sys.exit(runpy.run_path(CHECK, run_name='sglang_parser_check')['main']())

@@ -77,7 +77,7 @@ def role_options():
         for entry in specs.values():
             for name, option in (entry.get('options') or {}).items():
                 if not name.startswith(role + '_'):
-                    continue  # collection-wide inputs (llmops_*) are checked against deployment_spec.py
+                    continue  # collection-wide inputs (llmops_*) are checked against plugin_utils/deployment/spec.py
                 item = dict(type=option.get('type', 'str'))
                 for key in ('elements', 'choices', 'default'):
                     if option.get(key) is not None:

@@ -114,7 +114,7 @@ def description_problems(role, name, option):
 
 
 def deployment_section(spec, own):
-    """The resolver's settings with their real types and defaults (deployment_spec.py), not the raw spec types."""
+    """The resolver's settings with their real types and defaults (plugin_utils/deployment/spec.py), not the raw spec types."""
     sys.path.insert(0, os.path.join(ROOT, '.collections'))
     from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import spec as deployment_spec
     lines = ['## Role `llmops.inference.deployment` and the collection-wide settings', '',

@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """NVIDIA kernel module / user-space driver mismatch detection: the verdict of nvidia_driver_info and its remedies.
 
-PRIVATE to the collection. An inspection puts together what the kernel module is (nvidia_system.py), which
-libraries the loader would use (nvidia_loader.py) and what nvidia-smi said (nvidia_smi_banner.py), all read through
+PRIVATE to the collection. An inspection puts together what the kernel module is (module_utils/gpu/system.py), which
+libraries the loader would use (module_utils/gpu/loader.py) and what nvidia-smi said (module_utils/gpu/smi_banner.py), all read through
 a ``RootFS`` so that the same code inspects the running system or a container's root filesystem from the host, and
 turns every mismatch into a finding with a concrete remedy.
 """

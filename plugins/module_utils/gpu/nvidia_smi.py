@@ -5,7 +5,7 @@
 
 """Build and parse ``nvidia-smi --query-*`` CSV (``--format=csv,noheader,nounits``) and join it to a PCI inventory.
 
-Banner and driver-version parsing live in nvidia_driver.py; this file only deals with the per-GPU CSV queries.
+Banner and driver-version parsing live in module_utils/gpu/driver.py; this file only deals with the per-GPU CSV queries.
 Rows are comma-space separated, one per GPU (or per process); ``pci.bus_id``/``gpu_bus_id`` carry an 8-digit domain
 and upper-case hex (``00000000:41:00.0``) and are normalised to the sysfs form before joining.
 """

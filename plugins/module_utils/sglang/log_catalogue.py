@@ -358,7 +358,7 @@ FAILURES = (
            example='[2026-07-01 10:00:00] Initialization failed. warmup error: Traceback (most recent call last):')]),
     ('startup_error', 'SGLang raised an error during start-up',
      'A start-up validation or an exception that has no specific signature here.',
-     'Read the evidence lines; if this is a configuration error, add it to the pre-checks in sglang_flags.py.',
+     'Read the evidence lines; if this is a configuration error, add it to the pre-checks in module_utils/sglang/flags.py.',
      [text([Raw(_PREFIX), OneOf(*_EXCEPTIONS), ': ', Field('.+')], 'python', source='the builtin exceptions',
            example='KeyError: x'),
       text(['Traceback (most recent call last)'], 'python', source='traceback.py',

@@ -18,7 +18,7 @@ import re
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import log_catalogue as catalogue
 
 # (name, [compiled regex...], summary, likely cause, fix), in the catalogue's order (first match wins). The texts and
-# where each comes from are in sglang_log_catalogue.py.
+# where each comes from are in module_utils/sglang/log_catalogue.py.
 SIGNATURES = tuple((name, [catalogue.compile_text(entry) for entry in texts], summary, cause, fix)
                    for name, summary, cause, fix, texts in catalogue.FAILURES)
 _COMPILED = SIGNATURES

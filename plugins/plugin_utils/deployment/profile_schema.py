@@ -71,7 +71,7 @@ PIN = {
     'python': ((str,), False, None),
 }
 
-# config.json keys the planner and the flag rules read (model_config.py); a near miss of one of these is a typo.
+# config.json keys the planner and the flag rules read (module_utils/model/config.py); a near miss of one of these is a typo.
 CONFIG_KEYS = (
     'architectures', 'model_type', 'text_config', 'vision_config', 'hidden_size', 'num_hidden_layers',
     'num_attention_heads', 'num_key_value_heads', 'head_dim', 'v_head_dim', 'full_attention_interval', 'layer_types',

@@ -7,7 +7,7 @@
 PRIVATE to the collection. Each entry is a setting the operator gives in the inventory (or with ``-e``): its type,
 its default (``None``: the next source of the precedence in docs/deployment_resolver.md decides), its rule and a real
 description. ``roles/deployment/meta/argument_specs.yml`` and docs/reference.md are generated from this table
-(tests/tools/role_docs.py); the resolver (deployment.py) coerces and checks values against it.
+(tests/tools/role_docs.py); the resolver (plugin_utils/deployment/server.py) coerces and checks values against it.
 
 ``choices`` is either a tuple or ``'release:<key>'``: the choices of the pinned SGLang release in
 profiles/sglang_releases.yml (plus the ``extra`` values that mean "SGLang's own choice", e.g. ``auto``).

@@ -1,7 +1,7 @@
 # Copyright (c) llmops.inference contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The monitoring configuration (plugin_utils/monitoring/prometheus.py, monitoring_dashboard.py, promql.py): targets,
+"""The monitoring configuration (plugin_utils/monitoring/prometheus.py, plugin_utils/monitoring/dashboard.py, promql.py): targets,
 thresholds from the plan, refusals, and every rule and dashboard query naming a metric of the pinned release.
 promtool itself checks and tests the rendered files in tests/monitoring (make monitoring)."""
 

@@ -4,7 +4,7 @@
 """hf_snapshot through its real argument spec: refusals before any write, check and diff mode, state=absent.
 
 The Hub client is replaced by a small in-memory fake at the import_hf() boundary (module_utils/hf/hub.py, as
-hf_sync.py calls it; same call signatures as
+module_utils/hf/sync.py calls it; same call signatures as
 huggingface_hub 2.4: HfApi.repo_info/list_repo_tree, hf_hub_download(local_dir=...)); real downloads from a real
 mirror run in tests/integration/targets/hf_model.
 """
