@@ -20,7 +20,7 @@ import sys
 import yaml
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
-ROLE_OPTIONS = os.path.join(ROOT, 'plugins', 'plugin_utils', 'role_options.py')
+ROLE_OPTIONS = os.path.join(ROOT, 'plugins', 'plugin_utils', 'actions', 'role_options.py')
 DEPLOYMENT_SPEC = os.path.join(ROOT, 'roles', 'deployment', 'meta', 'argument_specs.yml')
 
 _HEADER = '''# -*- coding: utf-8 -*-

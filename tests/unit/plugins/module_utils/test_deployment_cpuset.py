@@ -29,7 +29,7 @@ def _load(name, path):
 
 
 bad_inputs = _load('bad_inputs', ('tests', 'fixtures', 'bad_inputs.py'))
-role_options = _load('role_options', ('plugins', 'plugin_utils', 'role_options.py'))
+role_options = _load('role_options', ('plugins', 'plugin_utils', 'actions', 'role_options.py'))
 
 
 def resolve_case(server=None, proxmox=None):

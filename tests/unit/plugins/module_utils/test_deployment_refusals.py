@@ -22,7 +22,7 @@ _spec = importlib.util.spec_from_file_location('bad_inputs', os.path.join(ROOT, 
 bad_inputs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bad_inputs)
 _spec = importlib.util.spec_from_file_location('role_options', os.path.join(ROOT, 'plugins', 'plugin_utils',
-                                                                            'role_options.py'))
+                                                                            'actions', 'role_options.py'))
 role_options = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(role_options)
 
