@@ -21,6 +21,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import pick
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import (
     ModelConfigError,
     context_length,
@@ -56,14 +57,6 @@ class FlagError(ValueError):
     """Inputs the renderer cannot turn into a command line (not an SGLang start-up refusal)."""
 
 
-def _pick(*values):
-    """First value that is not None."""
-    for value in values:
-        if value is not None:
-            return value
-    return None
-
-
 def speculative_settings(model, draft_tokens=None, steps=None, topk=None, algorithm=None, release=None, arch=None):
     """MTP settings from the profile with overrides; None when speculative decoding is off.
 
@@ -71,17 +64,17 @@ def speculative_settings(model, draft_tokens=None, steps=None, topk=None, algori
     (sglang_layout.speculative_params, given ``release`` and ``arch``), rendered explicitly.
     """
     spec = dict(((model or {}).get('serving') or {}).get('speculative') or {})
-    draft = _pick(draft_tokens, spec.get('num_draft_tokens'))
+    draft = pick(draft_tokens, spec.get('num_draft_tokens'))
     if draft is None and spec.get('algorithm') and release is not None:
-        steps_a, topk_a, draft = speculative_params(release, arch, spec['algorithm'], _pick(steps, spec.get('num_steps')),
-                                                    _pick(topk, spec.get('eagle_topk')))
-        steps, topk = _pick(steps, steps_a), _pick(topk, topk_a)
+        steps_a, topk_a, draft = speculative_params(release, arch, spec['algorithm'], pick(steps, spec.get('num_steps')),
+                                                    pick(topk, spec.get('eagle_topk')))
+        steps, topk = pick(steps, steps_a), pick(topk, topk_a)
     if not draft:
         return None
     return dict(
-        algorithm=_pick(algorithm, spec.get('algorithm'), 'NEXTN'),
-        num_steps=int(_pick(steps, spec.get('num_steps'), int(draft) - 1)),
-        eagle_topk=int(_pick(topk, spec.get('eagle_topk'), 1)),
+        algorithm=pick(algorithm, spec.get('algorithm'), 'NEXTN'),
+        num_steps=int(pick(steps, spec.get('num_steps'), int(draft) - 1)),
+        eagle_topk=int(pick(topk, spec.get('eagle_topk'), 1)),
         num_draft_tokens=int(draft),
     )
 
@@ -156,10 +149,10 @@ def render(release, model, plan=None, host=None, server=None):
     model_path = server.get('model_path')
     if not model_path:
         raise FlagError('model_path is required (the checkpoint directory on the server)')
-    served = _pick(server.get('served_model_name'), (model or {}).get('served_model_name'))
-    tp = int(_pick(server.get('tp_size'), serving.get('tp_size'), 1))
-    pp = int(_pick(server.get('pp_size'), 1))
-    nnodes = int(_pick(host.get('nnodes'), 1))
+    served = pick(server.get('served_model_name'), (model or {}).get('served_model_name'))
+    tp = int(pick(server.get('tp_size'), serving.get('tp_size'), 1))
+    pp = int(pick(server.get('pp_size'), 1))
+    nnodes = int(pick(host.get('nnodes'), 1))
     node_rank = host.get('node_rank')
     try:
         spec = speculative_settings(model, server.get('speculative_num_draft_tokens'),
@@ -167,14 +160,14 @@ def render(release, model, plan=None, host=None, server=None):
                                     server.get('speculative_algorithm'), release, facts['arch'])
     except LayoutError as exc:
         raise FlagError(str(exc))
-    radix = _pick(server.get('radix_cache'), True)
-    page_size = _pick(server.get('page_size'), plan.get('page_size_explicit'))
+    radix = pick(server.get('radix_cache'), True)
+    page_size = pick(server.get('page_size'), plan.get('page_size_explicit'))
     chunked = server.get('chunked_prefill_size')
     attention_backend = server.get('attention_backend')
     quant = quantization_flags(release, model, host, server, warnings, notes, preflight)
     quantization = quant['quantization']
-    values = dict(reasoning_parser=_pick(server.get('reasoning_parser'), serving.get('reasoning_parser')),
-                  tool_call_parser=_pick(server.get('tool_call_parser'), serving.get('tool_call_parser')),
+    values = dict(reasoning_parser=pick(server.get('reasoning_parser'), serving.get('reasoning_parser')),
+                  tool_call_parser=pick(server.get('tool_call_parser'), serving.get('tool_call_parser')),
                   quantization=quantization, kv_cache_dtype=server.get('kv_cache_dtype'),
                   mamba_ssm_dtype=server.get('mamba_ssm_dtype'), attention_backend=attention_backend)
     for option, dummy in _CHOICE_FLAGS:
@@ -185,10 +178,10 @@ def render(release, model, plan=None, host=None, server=None):
     argv = ['--model-path', str(model_path)]
     if served:
         argv += ['--served-model-name', str(served)]
-    argv += ['--host', str(_pick(server.get('host'), '127.0.0.1')), '--port', str(int(_pick(server.get('port'), 30000)))]
+    argv += ['--host', str(pick(server.get('host'), '127.0.0.1')), '--port', str(int(pick(server.get('port'), 30000)))]
     argv += ['--tp-size', str(tp)]
     # DP attention (arg_groups/parallel_hook.py:39-61 rewrites --dp-size N --enable-dp-attention to attn_dp_size N).
-    dp = int(_pick(server.get('dp_size'), 1))
+    dp = int(pick(server.get('dp_size'), 1))
     if dp > 1 and server.get('enable_dp_attention'):
         argv += ['--dp-size', str(dp), '--enable-dp-attention']
     if dp > 1 and not server.get('enable_dp_attention'):
@@ -272,7 +265,7 @@ def render(release, model, plan=None, host=None, server=None):
 
     # Memory plan: the plan's values. max_running_requests only when the operator asked for one (the resolver passes
     # it capped by the plan); unset, SGLang's own choice stands and the plan reports it.
-    running = _pick(server.get('max_running_requests'), plan.get('max_running_requests'))
+    running = pick(server.get('max_running_requests'), plan.get('max_running_requests'))
     if running is not None:
         argv += ['--max-running-requests', str(int(running))]
     elif spec and plan.get('max_running_requests_bound_by') in (None, 'speculative_default'):
@@ -280,13 +273,13 @@ def render(release, model, plan=None, host=None, server=None):
         warnings.append('no --max-running-requests: SGLang %s resets it to %d for speculative decoding ("Max running '
                         'requests is reset to %d for speculative decoding..."), then caps it by the pools; set '
                         'llmops_max_running_requests for more' % (version, spec_default, spec_default))
-    fraction = _pick(server.get('mem_fraction_static'), plan.get('mem_fraction_static'))
+    fraction = pick(server.get('mem_fraction_static'), plan.get('mem_fraction_static'))
     if fraction is not None:
         fraction = float(fraction)
         if not 0.0 < fraction < 1.0:
             raise FlagError('mem_fraction_static %s is outside (0, 1)' % fraction)
         argv += ['--mem-fraction-static', ('%.4f' % fraction).rstrip('0').rstrip('.')]
-    context = _pick(server.get('context_length'), plan.get('context_length'))
+    context = pick(server.get('context_length'), plan.get('context_length'))
     if context is not None:
         argv += ['--context-length', str(int(context))]
     if page_size is not None:
@@ -365,7 +358,7 @@ def render(release, model, plan=None, host=None, server=None):
 
     preflight.extend(preflight_checks(release, facts, dict(
         tp=tp, pp=pp, nnodes=nnodes, node_rank=node_rank, served=served, page_size=page_size,
-        chunked=_pick(chunked, plan.get('chunked_prefill_size')), context=context, spec=spec,
+        chunked=pick(chunked, plan.get('chunked_prefill_size')), context=context, spec=spec,
         attention_backend=attention_backend, compute_capability=host.get('compute_capability'), env=env,
         draft_config=draft_config)))
 
@@ -387,7 +380,7 @@ def quantization_flags(release, model, host, server, warnings, notes, preflight)
     Returns dict(quantization, render (other flags), resolved).
     """
     serving = (model or {}).get('serving') or {}
-    explicit = _pick(server.get('quantization'), serving.get('quantization'))
+    explicit = pick(server.get('quantization'), serving.get('quantization'))
     extra = set(str(a).split('=', 1)[0]
                 for a in list(serving.get('extra_args') or []) + list(server.get('extra_args') or []))
     rules = release.get('quantization')

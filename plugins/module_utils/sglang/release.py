@@ -16,15 +16,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import difflib
 import re
 
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.parser_detect import DetectRulesError
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.parser_detect import check_rules as check_detection
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.quant import QuantRulesError
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.quant import check_rules as check_quantization
 
 TABLE_PATH = 'profiles/sglang_releases.yml'
+# The "did you mean" word of the table's messages: a looser match than the resolver's 0.6, no prefix rule.
+NEAREST_CUTOFF = 0.5
 
 _NUMBER = (int, float)
 _STRING = (type(u''), str)
@@ -269,14 +271,8 @@ def normalize_version(version):
     return text
 
 
-def nearest(value, options):
-    """The closest of options to value (difflib), or None."""
-    match = difflib.get_close_matches(str(value), [str(o) for o in options], n=1, cutoff=0.5)
-    return match[0] if match else None
-
-
 def _did_you_mean(value, options):
-    best = nearest(value, options)
+    best = nearest(value, options, cutoff=NEAREST_CUTOFF, unique_prefix=False)
     return ' (did you mean %s?)' % best if best else ''
 
 
@@ -493,7 +489,7 @@ def check_choice(rel, option, value):
     flag = '--' + option.replace('_', '-')
     if option == 'mamba_strategy':
         flag = (rel.get('flags') or {}).get('mamba_flag') or flag
-    best = nearest(value, valid)
+    best = nearest(value, valid, cutoff=NEAREST_CUTOFF, unique_prefix=False)
     return ('%s %r is not one of the choices of %s in sglang %s%s; valid: %s (the release\'s choices in %s)'
             % (option, str(value), flag, rel['version'], ' (nearest: %s)' % best if best else '', ', '.join(valid),
                TABLE_PATH))

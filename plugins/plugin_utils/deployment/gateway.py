@@ -20,7 +20,8 @@ __metaclass__ = type
 
 import posixpath
 
-from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems
 
 SCHEMA = 1
 LAUNCHER = '/usr/local/libexec/llmops/smg-launch'

@@ -22,7 +22,8 @@ import re
 
 from ansible_collections.llmops.inference.plugins.module_utils.host.cpulist import (
     CpuListError, format_cpulist, intersect_cpulists, parse_cpulist)
-from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.vms import resolve_vms
 
 SCHEMA = 1

@@ -18,11 +18,11 @@ __metaclass__ = type
 import re
 
 from ansible_collections.llmops.inference.plugins.module_utils.bench.report import METRICS
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import (
     NOVALUE,
     check_bounds,
     coerce,
-    nearest,
 )
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.profile_schema import SERVING
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.flags import DECIDED_ENV

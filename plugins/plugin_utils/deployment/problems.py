@@ -13,22 +13,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import difflib
 import re
+
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
 
 _TRUE = ('true', 'yes', 'on', '1')
 _FALSE = ('false', 'no', 'off', '0')
 _INT = re.compile(r'^[+-]?\d+$')
-
-
-def nearest(word, candidates, cutoff=0.6):
-    """The closest candidate (difflib; else the only one that starts with the word), or None."""
-    candidates = sorted(set(str(c) for c in candidates))
-    matches = difflib.get_close_matches(str(word), candidates, n=1, cutoff=cutoff)
-    if matches:
-        return matches[0]
-    starting = [c for c in candidates if str(word) and c.startswith(str(word))]
-    return starting[0] if len(starting) == 1 else None
 
 
 def show(value):

@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import nearest
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
 
 # key -> (types, required, nested schema or None)
 _NUM = (int, float)

@@ -30,7 +30,8 @@ from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import inputs as deployment_inputs
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import tp_group as deployment_tp_group
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import model_revision
-from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.profile_schema import (
     check_hardware,
     check_model,

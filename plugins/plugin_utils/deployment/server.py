@@ -30,7 +30,8 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang import rel
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import startup as sglang_startup
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import ModelConfigError
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts as config_facts
-from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import fits as deployment_fits
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import provenance as deployment_provenance
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import tp_group as deployment_tp_group

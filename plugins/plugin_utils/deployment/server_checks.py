@@ -16,7 +16,8 @@ import posixpath
 import re
 
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import model_revision
-from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, nearest
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest, pick
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.hosts import container_cpuset, numa_cpus
 
 REPO = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$')
@@ -27,13 +28,6 @@ INSTANCE = re.compile(r'^[A-Za-z0-9_.-]{1,64}$')
 # travel in an HTTP header as is, and servers trim a header value's outer blanks.
 API_KEY = re.compile(r'^(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?$')
 _VARIANT = re.compile(r'^[A-Za-z0-9_.-]{1,64}$')
-
-
-def pick(*values):
-    for value in values:
-        if value is not None:
-            return value
-    return None
 
 
 def source_of(sources, name, fallback):

@@ -30,7 +30,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import inputs as deployment_inputs
-from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems, nearest
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec import VARIABLES
 
 # Settings that may differ between the nodes of a group: where the node is and what its own GPUs and links are.

@@ -18,7 +18,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, nearest
+from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
+from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE
 from ansible_collections.llmops.inference.plugins.module_utils.host.proxmox_qm import (
     MAX_HOSTPCI,
     VMID_MAX,
