@@ -29,17 +29,13 @@ import json
 import os
 
 import pytest
-import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import quant as sq
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
-    TABLE = yaml.safe_load(_handle)
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
-    RELEASE = sr.release(TABLE, str(yaml.safe_load(_handle)['version']))
+from collection_paths import ROOT, release
+
+RELEASE = release()
 RULES = RELEASE['quantization']
 
 

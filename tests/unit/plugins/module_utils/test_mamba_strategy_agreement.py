@@ -19,7 +19,7 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang import fla
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+from collection_paths import PIN, ROOT, release_table_data
 
 
 def load(*parts):
@@ -27,7 +27,7 @@ def load(*parts):
         return yaml.safe_load(stream)
 
 
-TABLE = load('profiles', 'sglang_releases.yml')
+TABLE = release_table_data()
 MODEL = load('profiles', 'models', 'qwen3.5-122b-a10b.yml')
 H200 = load('profiles', 'hardware', 'h200.yml')  # comfortable: memory never refuses in this grid
 BOTH = [v for v in sr.known_versions(sr.load_table(TABLE)) if 'planner' in TABLE['releases'][v]]
@@ -62,7 +62,7 @@ def rendered(rel, plan, mtp, radix, strategy, page, no_overlap):
 
 
 def test_the_grid_covers_every_release_with_both_rule_sets():
-    assert BOTH == ['0.5.10', '0.5.11', '0.5.18', '0.5.23']
+    assert BOTH == ['0.5.10', '0.5.11', '0.5.18', '0.5.23']  # not the pin: the table's releases
     assert len(GRID) == 96
 
 
@@ -115,8 +115,7 @@ def sglang_expects(mtp, radix, strategy, page, no_overlap):
 
 
 def test_the_pinned_release_resolves_the_strategy_as_its_own_rules_say():
-    pinned = str(load('profiles', 'sglang.yml')['version'])
-    rel = sr.release(TABLE, pinned)
+    rel = sr.release(TABLE, PIN)
     seen = set()
     for mtp, radix, strategy, page, no_overlap in GRID:
         case = dict(mtp=mtp, radix=radix, strategy=strategy, page=page, disable_overlap=no_overlap)

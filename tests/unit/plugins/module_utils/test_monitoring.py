@@ -10,22 +10,16 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import os
 
 import pytest
-import yaml
 
 from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import dashboard as dash
 from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import prometheus as prom
 from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import promql
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _stream:
-    _TABLE = yaml.safe_load(_stream)
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _stream:
-    PIN = yaml.safe_load(_stream)['version']
-FAMILIES = sglang_release.release(_TABLE, PIN)['metrics']['families']
+from collection_paths import PIN, release
+
+FAMILIES = release()['metrics']['families']
 NAMES = dict((key, family['name']) for key, family in FAMILIES.items())
 KNOWN = set(NAMES.values())
 HISTOGRAMS = [f['name'] for f in FAMILIES.values() if f['type'] == 'histogram']

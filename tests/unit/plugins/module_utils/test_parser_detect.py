@@ -19,13 +19,11 @@ import yaml
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import parser_detect as pd
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+from collection_paths import PIN, ROOT, release, release_table_data
+
 TEMPLATES = os.path.join(ROOT, 'tests', 'fixtures', 'chat_templates')
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
-    TABLE = yaml.safe_load(_handle)
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
-    PIN = str(yaml.safe_load(_handle)['version'])
-RELEASE = sr.release(TABLE, PIN)
+TABLE = release_table_data()
+RELEASE = release()
 RULES = RELEASE['detection']
 
 

@@ -38,20 +38,17 @@ import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.model import config as mc
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import layout as sl
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import spec_draft as sdr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+from collection_paths import ROOT, release
+
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures')
 GIB = float(1 << 30)
 # The log prints sizes with two decimals ("K size: 27.13 GB", GB meaning GiB): half a unit of the last digit.
 ROUNDING_GIB = 0.005
 
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
-    TABLE = sr.load_table(yaml.safe_load(_handle))
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
-    RELEASE = sr.release(TABLE, str(yaml.safe_load(_handle)['version']))
+RELEASE = release()
 with open(os.path.join(FIXTURES, 'sglang_logs', 'cases.yml')) as _handle:
     CASES = yaml.safe_load(_handle)
 

@@ -26,19 +26,15 @@ import json
 import os
 
 import pytest
-import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.model import config as mc
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+from collection_paths import ROOT, release
+
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures')
 
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
-    TABLE = sr.load_table(yaml.safe_load(_handle))
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
-    RELEASE = sr.release(TABLE, str(yaml.safe_load(_handle)['version']))
+RELEASE = release()
 with open(os.path.join(FIXTURES, 'sglang_oracle', 'families.json')) as _handle:
     ORACLE = json.load(_handle)
 

@@ -16,16 +16,13 @@ import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.planner import profile_gen as pg
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import profile_schema
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.model import weight_bytes as wb
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+from collection_paths import ROOT, release
+
 CONFIGS = os.path.join(ROOT, 'tests', 'fixtures', 'hf_configs')
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
-    TABLE = sr.load_table(yaml.safe_load(_handle))
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
-    RELEASE = sr.release(TABLE, str(yaml.safe_load(_handle)['version']))
+RELEASE = release()
 with open(os.path.join(ROOT, 'profiles', 'hardware', 'h200.yml')) as _handle:
     H200 = yaml.safe_load(_handle)
 

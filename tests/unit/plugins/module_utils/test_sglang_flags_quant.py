@@ -15,14 +15,10 @@ import os
 import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as f
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _stream:
-    TABLE = yaml.safe_load(_stream)
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _stream:
-    PIN = str(yaml.safe_load(_stream)['version'])
-RELEASE = sr.release(TABLE, PIN)
+from collection_paths import ROOT, release
+
+RELEASE = release()
 
 
 def profile(name):

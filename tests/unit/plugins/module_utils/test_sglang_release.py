@@ -8,18 +8,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import os
 
 import pytest
 import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
+from collection_paths import PIN, TABLE_FILE, release_table_data
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _stream:
-    TABLE = yaml.safe_load(_stream)
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _stream:
-    PIN = yaml.safe_load(_stream)['version']
+TABLE = release_table_data()
 
 
 def table(**edits):
@@ -49,12 +45,12 @@ def test_the_real_table_loads():
                               'releases']  # shared: only anchors, dropped
     assert sorted(loaded['planner_families']) == ['apr', 'configurator']
     assert sr.known_versions(loaded) == ['0.5.9', '0.5.10', '0.5.11', '0.5.12', '0.5.15', '0.5.18', '0.5.20', '0.5.22',
-                                         '0.5.23']
+                                         '0.5.23']  # not the pin: the table's releases, oldest first
     for version, entry in loaded['releases'].items():
         assert entry['source'], version
         assert 'flags' in entry and 'defaults' in entry, version
     both = [v for v in sr.known_versions(loaded) if 'planner' in loaded['releases'][v]]
-    assert both == ['0.5.10', '0.5.11', '0.5.18', '0.5.23']
+    assert both == ['0.5.10', '0.5.11', '0.5.18', '0.5.23']  # not the pin: the table's releases with both rule sets
     # Loading is idempotent (the modules may pass an already loaded table on).
     assert sr.load_table(loaded) == loaded
 
@@ -96,7 +92,7 @@ def test_release_without_flag_rules_is_refused():
 def test_unknown_version_lists_the_known_ones():
     message = refused(TABLE, '0.5.99')
     assert message.startswith('sglang 0.5.99: profiles/sglang_releases.yml has no entry for it; known releases: '
-                              '0.5.9, 0.5.10, 0.5.11, 0.5.12, 0.5.15, 0.5.18, 0.5.20, 0.5.22, 0.5.23 ')
+                              '0.5.9, 0.5.10, 0.5.11, 0.5.12, 0.5.15, 0.5.18, 0.5.20, 0.5.22, 0.5.23 ')  # not the pin: all releases
     assert 'add it under `releases:`' in message
     assert 'sglang_version is required' in refused(TABLE, None)
     assert 'sglang_version is required' in refused(TABLE, ' ')
@@ -189,7 +185,7 @@ def test_check_choice():
 
 def test_the_pin_is_written_only_in_profiles_sglang_yml():
     # The release table lists releases; which one is pinned is profiles/sglang.yml's business alone.
-    with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as stream:
+    with open(TABLE_FILE) as stream:
         text = stream.read()
     assert 'pinned: ' not in text and 'pin: ' not in text
     assert PIN in TABLE['releases']
@@ -207,7 +203,7 @@ def _merged_keys(node):
 def test_no_release_overrides_a_merged_key():
     # Ansible's YAML loader (from_yaml) warns "Found duplicate mapping key" for every key that overrides one brought
     # in by `<<:`, on each read of the table: releases merge anchors that do not overlap instead.
-    with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as stream:
+    with open(TABLE_FILE) as stream:
         root = yaml.compose(stream)
     overrides = []
     stack = [root]

@@ -22,23 +22,19 @@ import os
 import re
 
 import pytest
-import yaml
 
 from ansible_collections.llmops.inference.plugins.module_utils.model import config as mc
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import spec_draft as sdr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+from collection_paths import ROOT, release
+
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures')
 GIB = float(1 << 30)
 # SGLang prints "mem usage=2.71 GB" (GiB) with two decimals: half a unit of the last digit.
 ROUNDING_GIB = 0.005
 
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
-    TABLE = sr.load_table(yaml.safe_load(_handle))
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
-    RELEASE = sr.release(TABLE, str(yaml.safe_load(_handle)['version']))
+RELEASE = release()
 
 
 def config(name):
