@@ -51,6 +51,8 @@ _CHOICE_FLAGS = (('reasoning_parser', '--reasoning-parser'), ('tool_call_parser'
                  ('quantization', '--quantization'), ('kv_cache_dtype', '--kv-cache-dtype'),
                  ('mamba_ssm_dtype', '--mamba-ssm-dtype'), ('attention_backend', '--attention-backend'))
 _API_KEY_ENV = 'SGLANG_API_KEY'
+# SGLang's switch for a context above the derived one (the target's and the draft's alike).
+_ALLOW_LONGER_CONTEXT = 'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN'
 
 
 class FlagError(ValueError):
@@ -94,6 +96,26 @@ def nccl_p2p_disable(explicit=None, verdict=None, host_p2p_trusted=None, host_se
     if host_p2p_trusted is False:
         return True, 'host profile marks NCCL P2P as untrusted (llmops_nccl_p2p_trusted: false)'
     return False, 'no P2P verdict and nothing in the host profile against P2P'
+
+
+def gpus_per_node(tp_size, nnodes=1, pp_size=1):
+    """The GPUs one node of a server runs: tp x pp over its nodes (entrypoints/engine.py:2045-2075
+    _calculate_rank_ranges: node r runs TP ranks [r*k, (r+1)*k), k = tp / nnodes). None when that is not a whole
+    positive number: the tp_nnodes pre-check refuses the server, so no node has a GPU count to check against.
+
+    The one computation of it: the resolver's GPU index and container checks, the TP group's ranks and this
+    renderer's gpu_count pre-check all use it."""
+    if not all(isinstance(v, int) for v in (tp_size, nnodes, pp_size)):
+        return None
+    if tp_size < 1 or nnodes < 1 or pp_size < 1 or (tp_size * pp_size) % nnodes:
+        return None
+    return tp_size * pp_size // nnodes
+
+
+def planned(server, plan, key):
+    """The operator's value of a memory option (server options) when given, else the plan's: the one rule for
+    --max-running-requests, --mem-fraction-static, --context-length and the chunked prefill size."""
+    return pick(server.get(key), plan.get(key))
 
 
 def _check(out, name, message, fix):
@@ -265,7 +287,7 @@ def render(release, model, plan=None, host=None, server=None):
 
     # Memory plan: the plan's values. max_running_requests only when the operator asked for one (the resolver passes
     # it capped by the plan); unset, SGLang's own choice stands and the plan reports it.
-    running = pick(server.get('max_running_requests'), plan.get('max_running_requests'))
+    running = planned(server, plan, 'max_running_requests')
     if running is not None:
         argv += ['--max-running-requests', str(int(running))]
     elif spec and plan.get('max_running_requests_bound_by') in (None, 'speculative_default'):
@@ -273,13 +295,13 @@ def render(release, model, plan=None, host=None, server=None):
         warnings.append('no --max-running-requests: SGLang %s resets it to %d for speculative decoding ("Max running '
                         'requests is reset to %d for speculative decoding..."), then caps it by the pools; set '
                         'llmops_max_running_requests for more' % (version, spec_default, spec_default))
-    fraction = pick(server.get('mem_fraction_static'), plan.get('mem_fraction_static'))
+    fraction = planned(server, plan, 'mem_fraction_static')
     if fraction is not None:
         fraction = float(fraction)
         if not 0.0 < fraction < 1.0:
             raise FlagError('mem_fraction_static %s is outside (0, 1)' % fraction)
         argv += ['--mem-fraction-static', ('%.4f' % fraction).rstrip('0').rstrip('.')]
-    context = pick(server.get('context_length'), plan.get('context_length'))
+    context = planned(server, plan, 'context_length')
     if context is not None:
         argv += ['--context-length', str(int(context))]
     if page_size is not None:
@@ -312,8 +334,8 @@ def render(release, model, plan=None, host=None, server=None):
         # nvidia-smi numbers GPUs by PCI bus id; CUDA's default order is fastest first, so without this the indices
         # name other cards whenever the GPUs differ (CUDA C Programming Guide, "CUDA Environment Variables").
         env['CUDA_DEVICE_ORDER'] = 'PCI_BUS_ID'
-        per_node = tp * pp // max(nnodes, 1)
-        if len(indices) < per_node:
+        per_node = gpus_per_node(tp, nnodes, pp)
+        if per_node is not None and len(indices) < per_node:
             _check(preflight, 'gpu_count', 'tp_size %d x pp_size %d over %d node(s) needs %d GPUs per node; '
                    'CUDA_VISIBLE_DEVICES lists %d.' % (tp, pp, nnodes, per_node, len(indices)),
                    'List %d GPU indices in llmops_gpu_indices or lower the TP size.'
@@ -358,7 +380,7 @@ def render(release, model, plan=None, host=None, server=None):
 
     preflight.extend(preflight_checks(release, facts, dict(
         tp=tp, pp=pp, nnodes=nnodes, node_rank=node_rank, served=served, page_size=page_size,
-        chunked=pick(chunked, plan.get('chunked_prefill_size')), context=context, spec=spec,
+        chunked=planned(server, plan, 'chunked_prefill_size'), context=context, spec=spec,
         attention_backend=attention_backend, compute_capability=host.get('compute_capability'), env=env,
         draft_config=draft_config)))
 
@@ -438,17 +460,12 @@ def preflight_checks(release, facts, s):
         _check(out, 'chunked_prefill_page', 'chunked_prefill_size must be divisible by page_size',
                'Use a --chunked-prefill-size that is a multiple of --page-size %d (e.g. %d).'
                % (page, (int(s['chunked']) // page + 1) * page))
-    if s['context'] is not None and facts['context'] and int(s['context']) > int(facts['context']) and \
-            s['env'].get('SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN') != '1':
-        _check(out, 'context_length',
-               'Warning: User-specified context_length (%d) is greater than the derived context_length (%d). This may '
-               'lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ from '
-               'max_position_embeddings in the model\'s config. To allow overriding this maximum, set the env var '
-               'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1' % (int(s['context']), int(facts['context'])),
-               'Lower llmops_context_length to at most %d.' % int(facts['context']))
+    if facts['context']:
+        _longer_context(out, 'context_length', 'User-specified', s['context'], facts['context'], s['env'],
+                        'Lower llmops_context_length to at most %d.' % int(facts['context']))
     spec = s['spec']
     draft_config = s.get('draft_config')
-    if spec and isinstance(draft_config, dict) and s['env'].get('SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN') != '1':
+    if spec and isinstance(draft_config, dict) and s['env'].get(_ALLOW_LONGER_CONTEXT) != '1':
         # The draft worker is built with the target's context length (speculative/eagle_worker_v2.py:229) and its
         # ModelConfig refuses one above its own derived context (configs/model_config.py:1291-1316).
         text = draft_config.get('text_config') if isinstance(draft_config.get('text_config'), dict) else draft_config
@@ -457,15 +474,11 @@ def preflight_checks(release, facts, s):
         except ModelConfigError:
             derived = 0
         target = int(s['context']) if s['context'] is not None else facts['context']
-        if derived and target and target > derived:
-            _check(out, 'draft_context_length',
-                   "Warning: Target model's context_length (%d) is greater than the derived context_length (%d). This "
-                   "may lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ "
-                   "from max_position_embeddings in the model's config. To allow overriding this maximum, set the env "
-                   "var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" % (target, derived),
-                   'Lower llmops_context_length to at most %d (the draft\'s own limit), or set llmops_environment: '
-                   '{SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: "1"} to let the draft run past its trained length.'
-                   % derived)
+        if derived:
+            _longer_context(out, 'draft_context_length', "Target model's", target, derived, s['env'],
+                            'Lower llmops_context_length to at most %d (the draft\'s own limit), or set '
+                            'llmops_environment: {SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: "1"} to let the draft run '
+                            'past its trained length.' % derived)
     backend = s['attention_backend']
     if spec and backend == 'trtllm_mha' and spec['eagle_topk'] > 1:
         _check(out, 'trtllm_topk', 'trtllm_mha backend only supports topk = 1 for speculative decoding.',
@@ -485,6 +498,18 @@ def preflight_checks(release, facts, s):
                % ', '.join(blackwell[major]),
                'Use --attention-backend %s on SM%s0.' % (blackwell[major][0], major))
     return out
+
+
+def _longer_context(out, check, whose, context, derived, env, fix):
+    """SGLang's one refusal of a context length above a derived one (configs/model_config.py:1291-1316), for the
+    target's own limit (whose 'User-specified') and for the EAGLE-3 draft's (whose "Target model's"), unless the
+    environment sets SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1."""
+    if not context or int(context) <= int(derived) or env.get(_ALLOW_LONGER_CONTEXT) == '1':
+        return
+    _check(out, check, "Warning: %s context_length (%d) is greater than the derived context_length (%d). This may "
+           "lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ from "
+           "max_position_embeddings in the model's config. To allow overriding this maximum, set the env var "
+           "%s=1" % (whose, int(context), int(derived), _ALLOW_LONGER_CONTEXT), fix)
 
 
 def systemd_quote(arg):

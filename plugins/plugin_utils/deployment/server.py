@@ -202,7 +202,8 @@ def resolve_server(ctx, variant=None):
     group = ctx.get('tp_group')
     nnodes = group['nnodes'] if group else 1
     # The GPUs of this node: a node of a TP group holds tp / nnodes of them (sglang_flags refuses the rest).
-    node_tp = tp // nnodes if isinstance(tp, int) and tp % nnodes == 0 else tp
+    per_node = sglang_flags.gpus_per_node(tp, nnodes)
+    node_tp = tp if per_node is None else per_node
     # A node whose group was refused has no per-node GPU count to check against (the group's refusal says why).
     indices = check_gpus(ctx, settings, tp if group or not settings['llmops_tp_group'] else None, problems, nnodes)
     lxc = check_lxc(ctx, settings, node_tp, problems)

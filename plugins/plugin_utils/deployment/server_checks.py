@@ -17,6 +17,7 @@ import re
 
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import model_revision
 from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest, pick
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.flags import gpus_per_node
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.hosts import container_cpuset, numa_cpus
 
@@ -169,9 +170,10 @@ def check_gpus(ctx, settings, tp, problems, nnodes=1):
         problems.add('llmops_gpu_indices', indices, 'nvidia-smi indices are >= 0', 'list the indices nvidia-smi shows')
     if len(set(indices)) != len(indices):
         problems.add('llmops_gpu_indices', indices, 'each GPU index once', 'remove the duplicates')
-    if indices and tp is not None and nnodes > 1 and tp % nnodes == 0 and len(indices) != tp // nnodes:
+    per_node = gpus_per_node(tp, nnodes) if tp is not None else None
+    if indices and nnodes > 1 and per_node is not None and len(indices) != per_node:
         problems.add('llmops_gpu_indices', indices, 'TP %d over %d nodes needs exactly %d GPU indices on each node'
-                     % (tp, nnodes, tp // nnodes), 'list %d distinct indices of this node' % (tp // nnodes))
+                     % (tp, nnodes, per_node), 'list %d distinct indices of this node' % per_node)
     elif indices and tp is not None and nnodes == 1 and len(indices) != tp:
         problems.add('llmops_gpu_indices', indices, 'TP %d needs exactly %d GPU indices' % (tp, tp),
                      'list %d distinct indices, or set llmops_tp_size: %d' % (tp, len(indices)))

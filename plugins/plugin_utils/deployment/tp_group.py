@@ -31,6 +31,7 @@ import re
 
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import inputs as deployment_inputs
 from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
+from ansible_collections.llmops.inference.plugins.module_utils.sglang.flags import gpus_per_node
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.problems import NOVALUE, Problems
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec import VARIABLES
 
@@ -288,7 +289,7 @@ def finish(group, tp, dp_attention, http_port, problems, formed_when=()):
     """What needs the resolved TP size: GPUs and TP ranks per node, the port block, the group link; refusals in
     problems. formed_when: the release's log lines after the rendezvous (profiles/sglang_releases.yml parallel_end)."""
     nnodes = group['nnodes']
-    per_node = tp // nnodes if tp and tp % nnodes == 0 else None  # else sglang_flags refuses tp_nnodes
+    per_node = gpus_per_node(tp, nnodes)  # None: sglang_flags refuses tp_nnodes
     group['gpus_per_node'] = per_node
     for item in group['ranks']:
         item['tp_ranks'] = ([item['node_rank'] * per_node, (item['node_rank'] + 1) * per_node - 1]

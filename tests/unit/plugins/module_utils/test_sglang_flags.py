@@ -318,3 +318,45 @@ def test_blackwell_gdn_backends_of_the_pin():
     assert render(attention_backend='flashinfer', host=dict(compute_capability='10.0'))['preflight'] == []
     checks = render(attention_backend='fa4', host=dict(compute_capability='12.0'))['preflight']
     assert [c['check'] for c in checks] == ['gdn_blackwell_backend']
+
+
+def test_gpus_per_node_is_one_rule():
+    assert f.gpus_per_node(8, 2) == 4 and f.gpus_per_node(4) == 4 and f.gpus_per_node(2, 2, pp_size=2) == 2
+    # Not a whole number of GPUs per node (or no TP size at all): no count to check against.
+    assert [f.gpus_per_node(*a) for a in ((8, 3), (0, 1), (None, 2), (4, 0))] == [None] * 4
+    # tp 8 over 3 nodes is refused as tp_nnodes alone: no gpu_count refusal with a made-up per-node count.
+    checks = render(tp_size=8, host=dict(nnodes=3, node_rank=0, dist_init_addr='h:1', gpu_indices=[0]))['preflight']
+    assert 'tp_nnodes' in [c['check'] for c in checks] and 'gpu_count' not in [c['check'] for c in checks]
+    checks = render(tp_size=8, host=dict(nnodes=2, node_rank=0, dist_init_addr='h:1', gpu_indices=[0]))['preflight']
+    assert [c['message'] for c in checks if c['check'] == 'gpu_count'] == [
+        'tp_size 8 x pp_size 1 over 2 node(s) needs 4 GPUs per node; CUDA_VISIBLE_DEVICES lists 1.']
+
+
+def test_explicit_else_the_plans_value():
+    plan = dict(PLAN, max_running_requests=22)
+    r = render(plan=plan, mem_fraction_static=0.5, context_length=4096, max_running_requests=8,
+               chunked_prefill_size=2048)
+    assert [flag(r['argv'], x) for x in ('--mem-fraction-static', '--context-length', '--max-running-requests')] == \
+        ['0.5', '4096', '8']
+    r = render(plan=plan)
+    assert [flag(r['argv'], x) for x in ('--mem-fraction-static', '--context-length', '--max-running-requests')] == \
+        ['0.7851', '262144', '22']
+    assert f.planned(dict(context_length=0), dict(context_length=5), 'context_length') == 0
+
+
+def test_context_refusal_is_sglangs_wording_for_target_and_draft():
+    message = ('Warning: User-specified context_length (300000) is greater than the derived context_length (262144). '
+               'This may lead to incorrect model outputs or CUDA errors. Note that the derived context_length may '
+               "differ from max_position_embeddings in the model's config. To allow overriding this maximum, set the "
+               'env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1')
+    checks = render(context_length=300000)['preflight']
+    assert [(c['check'], c['message'], c['fix']) for c in checks] == [
+        ('context_length', message, 'Lower llmops_context_length to at most 262144.')]
+    # The EAGLE-3 draft's own limit: the same refusal with the target's context, unless the environment allows it.
+    eagle = profile('qwen3-32b-eagle3')
+    eagle['serving']['speculative']['draft']['config']['max_position_embeddings'] = 2048
+    checks = render(model=eagle, plan={}, speculative_draft_model_path='/d')['preflight']
+    assert [c['message'] for c in checks if c['check'] == 'draft_context_length'] == [
+        message.replace('User-specified', "Target model's").replace('300000', '40960').replace('262144', '2048')]
+    assert render(model=eagle, plan={}, speculative_draft_model_path='/d',
+                  extra_env={'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN': '1'})['preflight'] == []
