@@ -199,6 +199,19 @@ def _moe(text, root):
     return experts, top_k, moe_inter, shared, dense_layers
 
 
+# The keys of model_facts(), in the order it returns them (its sections below fill them).
+FACT_KEYS = (
+    'arch', 'model_type', 'sized', 'missing', 'hidden', 'layers', 'heads', 'kv_heads', 'head_dim', 'v_head_dim',
+    'swa_kv_heads', 'swa_head_dim', 'swa_v_head_dim', 'attn_output_gate', 'full_layer_ids', 'n_full', 'n_linear',
+    'hybrid', 'family', 'attention', 'kv_lora_rank', 'qk_rope_head_dim', 'qk_nope_head_dim', 'q_lora_rank',
+    'swa_layer_ids', 'n_swa', 'sliding_window', 'dense_layers', 'extra_buffer_supported', 'lin_k_heads',
+    'lin_v_heads', 'lin_k_dim', 'lin_v_dim', 'conv_kernel', 'experts', 'top_k', 'moe_inter', 'shared_inter',
+    'dense_inter', 'vocab', 'tied', 'context', 'ssm_dtype', 'dtype', 'quant_method', 'kv_cache_quant_algo',
+    'mtp_layers', 'mtp_layers_known', 'nextn_in_config', 'nextn_layers', 'dsa', 'index_head_dim', 'index_kpool',
+    'dsa_indexer_layers', 'learnable_sink', 'draft_vocab_size', 'target_hidden_size', 'eagle_aux_layers',
+    'num_aux_hidden_states', 'vision', 'multimodal', 'layout')
+
+
 def model_facts(config, architectures):
     """Normalise a (possibly multimodal, nested ``text_config``) HF config into the facts planner and renderer need.
 
@@ -224,6 +237,18 @@ def model_facts(config, architectures):
     """
     if config is None:
         config = {}
+    text, arch, missing = _text_config(config)
+    parts = _layer_facts(text, config, arch, architectures)
+    parts.update(arch=arch, model_type=config.get('model_type') or text.get('model_type'), sized=not missing,
+                 missing=missing)
+    parts.update(_attention_facts(text, config, parts))
+    parts.update(_serving_facts(text, config, arch, parts['layers'], architectures))
+    parts.update(_checkpoint_facts(text, config, arch, architectures))
+    return _more_families(text, config, architectures, dict((key, parts[key]) for key in FACT_KEYS))
+
+
+def _text_config(config):
+    """(text config, architecture, missing SIZE_KEYS) of a config; ModelConfigError when it is no mapping."""
     if not isinstance(config, dict):
         raise ModelConfigError('model config must be a mapping (a config.json or the config section of a profile), '
                                'got %s' % type(config).__name__)
@@ -231,13 +256,11 @@ def model_facts(config, architectures):
     if not isinstance(text, dict):
         raise ModelConfigError('model config: text_config must be a mapping')
     archs = config.get('architectures') or text.get('architectures') or ['unknown']
-    arch = archs[0]
-    missing = [key for key in SIZE_KEYS if _get(text, config, key) is None]
-    hidden = _int(text, config, 'hidden_size')
-    layers = _int(text, config, 'num_hidden_layers')
-    heads = _int(text, config, 'num_attention_heads')
-    kv_heads = _int(text, config, 'num_key_value_heads', heads)
-    head_dim = _int(text, config, 'head_dim', hidden // heads if heads else 0)
+    return text, archs[0], [key for key in SIZE_KEYS if _get(text, config, key) is None]
+
+
+def _layer_ids(text, config, arch, architectures, layers):
+    """(full-attention layer ids, sliding-window layer ids) as SGLang splits the decoder layers."""
     interval = _get(text, config, 'full_attention_interval')
     layer_types = _get(text, config, 'layer_types')
     linear_v_heads = _int(text, config, 'linear_num_value_heads')
@@ -258,36 +281,24 @@ def model_facts(config, architectures):
         swa_ids = [i for i in range(layers) if i < len(pattern) and pattern[i] == 1]
     else:
         full_ids = list(range(layers))
+    return full_ids, swa_ids
+
+
+def _layer_facts(text, config, arch, architectures):
+    """Sizes, the layer layout (full / sliding-window / linear-attention layers), the family, the MoE sizes."""
+    hidden = _int(text, config, 'hidden_size')
+    layers = _int(text, config, 'num_hidden_layers')
+    heads = _int(text, config, 'num_attention_heads')
+    linear_v_heads = _int(text, config, 'linear_num_value_heads')
+    full_ids, swa_ids = _layer_ids(text, config, arch, architectures, layers)
     linear = bool(linear_v_heads) and (len(full_ids) < layers or not layers)
     hybrid = linear or arch in architectures['hybrid_gdn']
     family = family_of(arch, hybrid, architectures)
     experts, top_k, moe_inter, shared_inter, dense_layers = _moe(text, config)
-    # Sliding-window layers with their own KV geometry (MiMo-V2-Flash): configs/model_config.py:1357-1365
-    # (swa_head_dim defaults to head_dim, swa_v_head_dim to swa_head_dim) and :1713-1717 get_swa_num_kv_heads
-    # (swa_num_key_value_heads, else the full layers' KV heads).
-    v_head_dim = _int(text, config, 'v_head_dim', head_dim) or head_dim
-    swa_head_dim = _int(text, config, 'swa_head_dim', head_dim) or head_dim
-    quant = quantization_config(text, config) or {}
-    vision = config.get('vision_config')
-    mtp_layers = _get(text, config, 'mtp_num_hidden_layers')
-    # configs/model_config.py:1602-1604: ModelConfig.num_nextn_predict_layers reads the TEXT config only.
-    nextn = text.get('num_nextn_predict_layers')
-    model_type = config.get('model_type') or text.get('model_type')
-    dsa = arch in (architectures.get('dsa') or ()) and _get(text, config, 'index_topk') is not None
-    eagle = _get(text, config, 'eagle_config') or {}
-    return _more_families(text, config, architectures, dict(
-        arch=arch,
-        model_type=config.get('model_type') or text.get('model_type'),
-        sized=not missing, missing=missing,
-        hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
-        v_head_dim=v_head_dim,
-        swa_kv_heads=_int(text, config, 'swa_num_key_value_heads', kv_heads) or kv_heads,
-        swa_head_dim=swa_head_dim, swa_v_head_dim=_int(text, config, 'swa_v_head_dim', swa_head_dim) or swa_head_dim,
-        attn_output_gate=bool(_get(text, config, 'attn_output_gate', False)),
+    return dict(
+        hidden=hidden, layers=layers, heads=heads,
         full_layer_ids=full_ids, n_full=len(full_ids), n_linear=layers - len(full_ids) if linear else 0,
         hybrid=hybrid, family=family, attention='mla' if family == 'mla' else 'mha',
-        kv_lora_rank=_int(text, config, 'kv_lora_rank'), qk_rope_head_dim=_int(text, config, 'qk_rope_head_dim'),
-        qk_nope_head_dim=_int(text, config, 'qk_nope_head_dim'), q_lora_rank=_int(text, config, 'q_lora_rank'),
         swa_layer_ids=swa_ids, n_swa=len(swa_ids), sliding_window=_int(text, config, 'sliding_window'),
         dense_layers=dense_layers,
         extra_buffer_supported=arch in architectures['hybrid_gdn'],
@@ -299,7 +310,38 @@ def model_facts(config, architectures):
         experts=experts, top_k=top_k, moe_inter=moe_inter, shared_inter=shared_inter,
         dense_inter=_int(text, config, 'intermediate_size'),
         vocab=_int(text, config, 'vocab_size'),
-        tied=bool(_get(text, config, 'tie_word_embeddings', False)),
+        tied=bool(_get(text, config, 'tie_word_embeddings', False)))
+
+
+def _attention_facts(text, config, facts):
+    """The KV geometry: heads, head dims (the sliding-window layers' own, MLA's latent sizes)."""
+    heads = facts['heads']
+    kv_heads = _int(text, config, 'num_key_value_heads', heads)
+    head_dim = _int(text, config, 'head_dim', facts['hidden'] // heads if heads else 0)
+    # Sliding-window layers with their own KV geometry (MiMo-V2-Flash): configs/model_config.py:1357-1365
+    # (swa_head_dim defaults to head_dim, swa_v_head_dim to swa_head_dim) and :1713-1717 get_swa_num_kv_heads
+    # (swa_num_key_value_heads, else the full layers' KV heads).
+    v_head_dim = _int(text, config, 'v_head_dim', head_dim) or head_dim
+    swa_head_dim = _int(text, config, 'swa_head_dim', head_dim) or head_dim
+    return dict(
+        kv_heads=kv_heads, head_dim=head_dim,
+        v_head_dim=v_head_dim,
+        swa_kv_heads=_int(text, config, 'swa_num_key_value_heads', kv_heads) or kv_heads,
+        swa_head_dim=swa_head_dim, swa_v_head_dim=_int(text, config, 'swa_v_head_dim', swa_head_dim) or swa_head_dim,
+        attn_output_gate=bool(_get(text, config, 'attn_output_gate', False)),
+        kv_lora_rank=_int(text, config, 'kv_lora_rank'), qk_rope_head_dim=_int(text, config, 'qk_rope_head_dim'),
+        qk_nope_head_dim=_int(text, config, 'qk_nope_head_dim'), q_lora_rank=_int(text, config, 'q_lora_rank'))
+
+
+def _serving_facts(text, config, arch, layers, architectures):
+    """Context length, dtypes, quantization, the MTP head and the DeepSeek DSA indexer as SGLang serves them."""
+    quant = quantization_config(text, config) or {}
+    mtp_layers = _get(text, config, 'mtp_num_hidden_layers')
+    # configs/model_config.py:1602-1604: ModelConfig.num_nextn_predict_layers reads the TEXT config only.
+    nextn = text.get('num_nextn_predict_layers')
+    model_type = config.get('model_type') or text.get('model_type')
+    dsa = arch in (architectures.get('dsa') or ()) and _get(text, config, 'index_topk') is not None
+    return dict(
         context=context_length(text, text.get('model_type') or model_type),
         ssm_dtype=_get(text, config, 'mamba_ssm_dtype', 'float32'),
         dtype=served_dtype(text, config),
@@ -315,7 +357,14 @@ def model_facts(config, architectures):
         dsa=dsa, index_head_dim=_int(text, config, 'index_head_dim') if dsa else 0,
         index_kpool=(_int(text, config, 'index_kpool', 1) or 1) if dsa else 1,
         dsa_indexer_layers=dsa_indexer_layers(text, config, layers) if dsa else 0,
-        learnable_sink=bool(_get(text, config, 'learnable_sink', False)),
+        learnable_sink=bool(_get(text, config, 'learnable_sink', False)))
+
+
+def _checkpoint_facts(text, config, arch, architectures):
+    """EAGLE-3 draft sizes, the vision tower and the checkpoint's per-architecture tensor layout."""
+    eagle = _get(text, config, 'eagle_config') or {}
+    vision = config.get('vision_config')
+    return dict(
         # EAGLE-3 draft checkpoints (models/llama_eagle3.py).
         draft_vocab_size=_int(text, config, 'draft_vocab_size') or None,
         target_hidden_size=_int(text, config, 'target_hidden_size') or None,
@@ -324,7 +373,7 @@ def model_facts(config, architectures):
         vision=vision if isinstance(vision, dict) else None,
         multimodal=arch in architectures['multimodal'] or isinstance(vision, dict),
         layout=_layout(text, config, arch, config.get('model_type')),
-    ))
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -552,6 +552,23 @@ def multimodal_reserve_gib(rules, facts, gpu_mem, cc, max_running_requests):
 
 
 def _plan(p):
+    """SGLang's memory plan, section by section (each a function below, in SGLang's order): inputs, server
+    arguments, weights, free memory, pools, what is allocated, the result; ``v`` carries the values one section
+    hands the next (each section names what it reads from it)."""
+    v = {}
+    _plan_inputs(p, v)
+    _server_args(p, v)
+    _weights(p, v)
+    _free_memory(p, v)
+    _pools(p, v)
+    _allocated(p, v)
+    _speculative_result(p, v)
+    _result(p, v)
+    return _judged(p, v)
+
+
+def _plan_inputs(p, v):
+    """The model facts, tensor parallelism, speculative decoding, dtypes, DSA layout and context length."""
     release = p['release']
     rules = release['planner']
     facts = sized_facts(p['model_config'], release)
@@ -590,8 +607,16 @@ def _plan(p):
                         'SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1' % (context, facts['context']), kind='sglang')
     if draft is not None:
         check_draft_context(draft, context, p['environment'])
+    v.update(release=release, rules=rules, facts=facts, profile=profile, tp=tp, gpu_mem=gpu_mem, sp=sp,
+             ssm_dtype=ssm_dtype, cc=cc, dsa=dsa, context=context, attn_dp=attn_dp, attn_tp=attn_tp, spec=spec,
+             steps=steps, topk=topk, draft_tokens=draft_tokens, draft=draft, kv_dtype=kv_dtype, kv_bytes=kv_bytes)
 
-    # --- server-argument resolution (memory_hook / speculative_hook / overrides / parallel_hook) ------------------
+
+def _server_args(p, v):
+    """Server-argument resolution (memory_hook / speculative_hook / overrides / parallel_hook)."""
+    release, gpu_mem, tp, facts, draft_tokens = v['release'], v['gpu_mem'], v['tp'], v['facts'], v['draft_tokens']
+    cc, topk, spec, dsa, kv_dtype, rules = v['cc'], v['topk'], v['spec'], v['dsa'], v['kv_dtype'], v['rules']
+    attn_dp = v['attn_dp']
     chunk, decode_bs = capacity_defaults(release, gpu_mem, tp)
     if p['chunked_prefill_size'] is not None:
         chunk = p['chunked_prefill_size']
@@ -628,8 +653,15 @@ def _plan(p):
         requested_running = release['defaults']['speculative_max_running_requests']
     # parallel_hook.py:327-332: DP attention divides chunked_prefill_size after the memory hook ran.
     chunk_run = chunk // attn_dp if chunk and chunk > 0 else chunk
+    v.update(radix=radix, multimodal=multimodal, heuristic=heuristic, frac=frac,
+             requested_running=requested_running, chunk_run=chunk_run, chunk=chunk, decode_bs=decode_bs,
+             strategy=strategy, disable_overlap=disable_overlap, notes=notes, page_size=page_size)
 
-    # --- memory before / after loading -------------------------------------------------------------------------
+
+def _weights(p, v):
+    """Memory before / after loading: the weights one rank holds (target, draft, DP attention)."""
+    facts, spec, tp, attn_tp, draft, release = v['facts'], v['spec'], v['tp'], v['attn_tp'], v['draft'], v['release']
+    notes = v['notes']
     counts = param_counts(facts)
     calibrated_both = p['free_memory_before_load_gib'] is not None and p['free_memory_after_load_gib'] is not None
     computed, why_not = (None, None)
@@ -663,6 +695,15 @@ def _plan(p):
         notes.append('%s is set: SGLang replicates the target\'s embedding on every GPU as well (models/deepseek_v2.py:'
                      '2942-2947), which this plan prices sharded over TP; only the MTP draft\'s is planned replicated'
                      % EMBED_REPLICATION_ENV)
+    v.update(counts=counts, mtp_draft=mtp_draft, w=w, dp_weights=dp_weights, draft_w=draft_w, computed=computed)
+
+
+def _free_memory(p, v):
+    """Free memory before and after loading, and the rest left for the pools (or the refusal when none is)."""
+    rules, multimodal, frac, facts, counts = v['rules'], v['multimodal'], v['frac'], v['facts'], v['counts']
+    tp, mtp_draft, computed, gpu_mem, cc = v['tp'], v['mtp_draft'], v['computed'], v['gpu_mem'], v['cc']
+    profile, w, release, chunk_run, spec = v['profile'], v['w'], v['release'], v['chunk_run'], v['spec']
+    draft = v['draft']
     startup = p['startup_overhead_gib']
     if startup is None:
         startup = profile.get('startup_overhead_gib', DEFAULT_STARTUP_OVERHEAD_GIB)
@@ -714,8 +755,17 @@ def _plan(p):
                budget, suggested, minimum),
             kind='weights', min_mem_fraction_static=suggested, free_before_load_gib=pre,
             free_after_load_gib=available)
+    v.update(pre=pre, calibrated=calibrated, draft_in_after=draft_in_after, after=after, loaded_gib=loaded_gib,
+             overhead=overhead, available=available, mm_reserve=mm_reserve, rest=rest, budget=budget)
 
-    # --- mamba pool, then KV -----------------------------------------------------------------------------------
+
+def _pools(p, v):
+    """The mamba pool, then the KV pool: cell bytes, tokens and max_running_requests."""
+    facts, attn_tp, ssm_dtype, rest, kv_bytes = v['facts'], v['attn_tp'], v['ssm_dtype'], v['rest'], v['kv_bytes']
+    dsa, release, context, requested_running = v['dsa'], v['release'], v['context'], v['requested_running']
+    attn_dp, spec, strategy, radix = v['attn_dp'], v['spec'], v['strategy'], v['radix']
+    disable_overlap, draft_tokens, draft, rules = v['disable_overlap'], v['draft_tokens'], v['draft'], v['rules']
+    page_size = v['page_size']
     # The GDN state shards over linear_attn_tp_size() = attn_tp_size (qwen3_next.py:287-313, runtime_context.py:484-486).
     slot = mamba_slot_bytes(facts, attn_tp, ssm_dtype)
     ratio = mamba_ratio(release, strategy, radix, disable_overlap) if facts['hybrid'] else None
@@ -753,8 +803,19 @@ def _plan(p):
                                                   pool['slots'] if pool else None, ratio, attn_dp)
     if p['max_running_requests'] is None and spec and running_bound == 'requested':
         running_bound = 'speculative_default'
+    v.update(slot=slot, ratio=ratio, pool=pool, tokens=tokens, swa_tokens=swa_tokens,
+             draft_in_budget=draft_in_budget, cell=cell, draft_cell=draft_cell, running=running,
+             running_bound=running_bound)
 
-    # --- what is allocated, and what is left for activations / CUDA graphs -------------------------------------
+
+def _allocated(p, v):
+    """What is allocated, and what is left for activations / CUDA graphs."""
+    facts, attn_tp, tokens, page_size, kv_bytes = v['facts'], v['attn_tp'], v['tokens'], v['page_size'], v['kv_bytes']
+    dsa, spec, draft_in_budget, running = v['dsa'], v['spec'], v['draft_in_budget'], v['running']
+    context, steps, topk, draft_tokens, draft_w = v['context'], v['steps'], v['topk'], v['draft_tokens'], v['draft_w']
+    swa_tokens, draft, mm_reserve, pool = v['swa_tokens'], v['draft'], v['mm_reserve'], v['pool']
+    release, gpu_mem, tp, chunk_run, draft_cell = v['release'], v['gpu_mem'], v['tp'], v['chunk_run'], v['draft_cell']
+    available, draft_in_after, w = v['available'], v['draft_in_after'], v['w']
     kv_heads_rank = kv_heads_per_rank(facts, attn_tp)
     rows = tokens + page_size
     per_layer, split = kv_layer_bytes(facts, attn_tp, kv_bytes)
@@ -790,7 +851,15 @@ def _plan(p):
     freed = draft_w['freed_after'] if draft_w else 0.0
     headroom = available - static_gib - (0.0 if draft_in_after else w['draft'] / GIB) + freed / GIB
     reserve = runtime_reserve_mib(release, gpu_mem, tp, chunk_run) / 1024.0
+    v.update(swa_bytes=swa_bytes, draft_kv_bytes=draft_kv_bytes, draft_excess=draft_excess, extra_ctx=extra_ctx,
+             freed=freed, headroom=headroom, reserve=reserve, k_bytes=k_bytes, v_bytes=v_bytes,
+             draft_pool_layers=draft_pool_layers, draft_layer=draft_layer)
 
+
+def _speculative_result(p, v):
+    """The speculative-decoding part of the plan (the draft's pool and weights when it has a checkpoint)."""
+    draft, spec, steps, topk, draft_tokens = v['draft'], v['spec'], v['steps'], v['topk'], v['draft_tokens']
+    sp, draft_pool_layers, draft_layer, draft_w = v['sp'], v['draft_pool_layers'], v['draft_layer'], v['draft_w']
     spec_out = dict(enabled=spec, algorithm=sp['algorithm'], num_steps=steps, eagle_topk=topk,
                     num_draft_tokens=draft_tokens, draft=None)
     if draft is not None:
@@ -799,6 +868,24 @@ def _plan(p):
             weights_at_sizing_gib=round(draft_w['at_sizing'] / GIB, 3),
             freed_after_sizing_gib=round(draft_w['freed_after'] / GIB, 3), params_b=round(draft_w['params'] / 1e9, 3),
             context=draft['context'])
+    v.update(spec_out=spec_out)
+
+
+def _result(p, v):
+    """The numbers of the plan, as vram_plan_info returns them."""
+    tp, attn_dp, attn_tp, chunk, chunk_run = v['tp'], v['attn_dp'], v['attn_tp'], v['chunk'], v['chunk_run']
+    decode_bs, page_size, context, kv_dtype = v['decode_bs'], v['page_size'], v['context'], v['kv_dtype']
+    strategy, disable_overlap, radix, spec_out = v['strategy'], v['disable_overlap'], v['radix'], v['spec_out']
+    overhead, cell, draft_cell, tokens = v['overhead'], v['cell'], v['draft_cell'], v['tokens']
+    swa_tokens, draft_in_budget, ratio, running = v['swa_tokens'], v['draft_in_budget'], v['ratio'], v['running']
+    running_bound, notes, release, rules, facts = v['running_bound'], v['notes'], v['release'], v['rules'], v['facts']
+    gpu_mem, frac, ssm_dtype, pre, after = v['gpu_mem'], v['frac'], v['ssm_dtype'], v['pre'], v['after']
+    calibrated, mm_reserve, budget, rest, dsa = v['calibrated'], v['mm_reserve'], v['budget'], v['rest'], v['dsa']
+    slot, pool, headroom, reserve, loaded_gib = v['slot'], v['pool'], v['headroom'], v['reserve'], v['loaded_gib']
+    available, k_bytes, v_bytes, swa_bytes = v['available'], v['k_bytes'], v['v_bytes'], v['swa_bytes']
+    draft_kv_bytes, draft_excess, extra_ctx = v['draft_kv_bytes'], v['draft_excess'], v['extra_ctx']
+    draft_w, w, freed, dp_weights, heuristic = v['draft_w'], v['w'], v['freed'], v['dp_weights'], v['heuristic']
+    counts = v['counts']
     result = dict(
         sglang_version=release['version'], sglang_rules=rules['family'], arch=facts['arch'], tp_size=tp,
         attn_dp_size=attn_dp, attn_tp_size=attn_tp,
@@ -854,6 +941,14 @@ def _plan(p):
         min_headroom_gib=p['min_headroom_gib'],
         notes=notes,
     )
+    v.update(result=result)
+
+
+def _judged(p, v):
+    """The plan's context table, fit, roofline, limits and verdict, added to result."""
+    result, tokens, context, running, headroom = v['result'], v['tokens'], v['context'], v['running'], v['headroom']
+    facts, counts, tp, w, profile, slot = v['facts'], v['counts'], v['tp'], v['w'], v['profile'], v['slot']
+    ssm_dtype, steps, draft_tokens = v['ssm_dtype'], v['steps'], v['draft_tokens']
     result['max_context_at_concurrency'] = context_table(tokens, context, running, p['concurrency'])
     result['fits'] = headroom >= p['min_headroom_gib']
     result['decode_roofline_tok_s'] = roofline(facts, counts, tp, w, profile, slot, ssm_dtype, steps, draft_tokens,

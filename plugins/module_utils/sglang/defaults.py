@@ -177,6 +177,22 @@ def resolve_mamba_strategy(release, facts, requested='auto', radix_cache=True, d
                 out['notes'].append('%s has no effect with --disable-radix-cache (no mamba radix cache)' % requested)
         return out
 
+    strategy, disable_overlap = _auto_strategy(release, facts, requested, disable_overlap, page_size, spec, out)
+    out['overlap_turned_off'] = disable_overlap and not disable_overlap_schedule
+    out['strategy'] = strategy
+    out['disable_overlap_schedule'] = disable_overlap
+    if strategy == 'no_buffer':
+        _check_no_buffer(flags, arch, out, spec, disable_overlap, page_size, attention_backend)
+    else:
+        _check_extra_buffer(defaults, facts, out, strategy, spec, spec_draft_tokens, disable_overlap, page_size)
+    return out
+
+
+def _auto_strategy(release, facts, requested, disable_overlap, page_size, spec, out):
+    """(strategy, disable_overlap) of ``requested`` with the radix cache on: auto resolved as the release does
+    (notes into ``out``), an explicit strategy as given."""
+    flags = release['flags']
+    arch, flag = facts['arch'], flags['mamba_flag']
     strategy = requested
     wants_paging = page_size is not None and page_size > 1
     if strategy == 'auto':
@@ -197,58 +213,62 @@ def resolve_mamba_strategy(release, facts, requested='auto', radix_cache=True, d
             strategy = 'no_buffer'
             if not spec:
                 disable_overlap = True
-    out['overlap_turned_off'] = disable_overlap and not disable_overlap_schedule
-    out['strategy'] = strategy
-    out['disable_overlap_schedule'] = disable_overlap
+    return strategy, disable_overlap
 
-    if strategy == 'no_buffer':
-        if spec and flags['spec_radix_no_buffer']:
-            _refuse(out, 'spec_radix_mamba',
-                    'Speculative decoding for %s is not compatible with radix cache when using '
-                    '--mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use '
-                    '--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.' % arch,
-                    'Leave mamba_strategy at auto (renders %s extra_buffer) or disable the radix cache.' % flag)
-        if flags['no_buffer_needs_no_overlap']:
-            if not disable_overlap:
-                _refuse(out, 'mamba_no_buffer_overlap',
-                        'no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.',
-                        'Set disable_overlap_schedule: true (--disable-overlap-schedule), or use the extra_buffer '
-                        'strategy.')
-            if page_size not in (None, 1):
-                _refuse(out, 'mamba_no_buffer_page', 'no_buffer only supports page_size=1.',
-                        'Drop page_size or use the extra_buffer strategy.')
-            if attention_backend == 'trtllm_mha':
-                _refuse(out, 'mamba_no_buffer_backend', 'no_buffer do not support trtllm_mha attention backend.',
-                        'Use the extra_buffer strategy or another --attention-backend.')
-        elif page_size not in (None, 1):
-            out['notes'].append('no_buffer with radix cache forces page_size=1')
-    else:
-        # extra_buffer and extra_buffer_lazy (validate_mamba_extra_buffer checks both alike).
-        track, fla = defaults['mamba_track_interval'], defaults['fla_chunk_size']
-        if strategy == 'extra_buffer_lazy' and disable_overlap:
-            # kv_cache_configurator._calculate_mamba_ratio asserts it at start-up.
-            _refuse(out, 'mamba_lazy_overlap',
-                    'Lazy extra buffer requires overlap schedule (--disable-overlap-schedule is incompatible)',
-                    'Drop disable_overlap_schedule, or use mamba_strategy: extra_buffer.')
-        if not facts['extra_buffer_supported']:
-            _refuse(out, 'mamba_extra_buffer_arch', 'extra_buffer is not supported for %s; use no_buffer.' % arch,
-                    'Set mamba_strategy: no_buffer (with disable_overlap_schedule: true).')
-        # validate_mamba_extra_buffer's bare asserts print no message: the pre-check quotes the statement.
-        if spec and track < spec_draft_tokens:
-            _refuse(out, 'mamba_track_interval', 'assert view.mamba_track_interval >= view.speculative_num_draft_tokens '
-                    '(mamba_track_interval %d, speculative_num_draft_tokens %d)' % (track, spec_draft_tokens),
-                    'Lower --speculative-num-draft-tokens.')
+
+def _check_no_buffer(flags, arch, out, spec, disable_overlap, page_size, attention_backend):
+    """The start-up validations of no_buffer (mamba_hook.validate_mamba_no_buffer), refusals into ``out``."""
+    flag = flags['mamba_flag']
+    if spec and flags['spec_radix_no_buffer']:
+        _refuse(out, 'spec_radix_mamba',
+                'Speculative decoding for %s is not compatible with radix cache when using '
+                '--mamba-scheduler-strategy no_buffer.To use radix cache with speculative decoding, please use '
+                '--mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1.' % arch,
+                'Leave mamba_strategy at auto (renders %s extra_buffer) or disable the radix cache.' % flag)
+    if flags['no_buffer_needs_no_overlap']:
+        if not disable_overlap:
+            _refuse(out, 'mamba_no_buffer_overlap',
+                    'no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.',
+                    'Set disable_overlap_schedule: true (--disable-overlap-schedule), or use the extra_buffer '
+                    'strategy.')
         if page_size not in (None, 1):
-            if track % page_size != 0:
-                _refuse(out, 'mamba_page_size', 'assert view.mamba_track_interval %% view.page_size == 0 '
-                        '(mamba_track_interval %d, page_size %d)' % (track, page_size),
-                        'Use a page size that divides %d, e.g. 64.' % track)
-            elif max(fla, page_size) % min(fla, page_size) != 0:
-                _refuse(out, 'mamba_page_size',
-                        'For SSM models, either chunk_size or page_size must be divisible by the other, got '
-                        'chunk_size=%d, page_size=%d' % (fla, page_size),
-                        'Use --page-size 64 (the cookbook value with extra_buffer).')
-    return out
+            _refuse(out, 'mamba_no_buffer_page', 'no_buffer only supports page_size=1.',
+                    'Drop page_size or use the extra_buffer strategy.')
+        if attention_backend == 'trtllm_mha':
+            _refuse(out, 'mamba_no_buffer_backend', 'no_buffer do not support trtllm_mha attention backend.',
+                    'Use the extra_buffer strategy or another --attention-backend.')
+    elif page_size not in (None, 1):
+        out['notes'].append('no_buffer with radix cache forces page_size=1')
+
+
+def _check_extra_buffer(defaults, facts, out, strategy, spec, spec_draft_tokens, disable_overlap, page_size):
+    """The start-up validations of extra_buffer and extra_buffer_lazy (validate_mamba_extra_buffer checks both
+    alike), refusals into ``out``."""
+    arch = facts['arch']
+    track, fla = defaults['mamba_track_interval'], defaults['fla_chunk_size']
+    if strategy == 'extra_buffer_lazy' and disable_overlap:
+        # kv_cache_configurator._calculate_mamba_ratio asserts it at start-up.
+        _refuse(out, 'mamba_lazy_overlap',
+                'Lazy extra buffer requires overlap schedule (--disable-overlap-schedule is incompatible)',
+                'Drop disable_overlap_schedule, or use mamba_strategy: extra_buffer.')
+    if not facts['extra_buffer_supported']:
+        _refuse(out, 'mamba_extra_buffer_arch', 'extra_buffer is not supported for %s; use no_buffer.' % arch,
+                'Set mamba_strategy: no_buffer (with disable_overlap_schedule: true).')
+    # validate_mamba_extra_buffer's bare asserts print no message: the pre-check quotes the statement.
+    if spec and track < spec_draft_tokens:
+        _refuse(out, 'mamba_track_interval', 'assert view.mamba_track_interval >= view.speculative_num_draft_tokens '
+                '(mamba_track_interval %d, speculative_num_draft_tokens %d)' % (track, spec_draft_tokens),
+                'Lower --speculative-num-draft-tokens.')
+    if page_size not in (None, 1):
+        if track % page_size != 0:
+            _refuse(out, 'mamba_page_size', 'assert view.mamba_track_interval %% view.page_size == 0 '
+                    '(mamba_track_interval %d, page_size %d)' % (track, page_size),
+                    'Use a page size that divides %d, e.g. 64.' % track)
+        elif max(fla, page_size) % min(fla, page_size) != 0:
+            _refuse(out, 'mamba_page_size',
+                    'For SSM models, either chunk_size or page_size must be divisible by the other, got '
+                    'chunk_size=%d, page_size=%d' % (fla, page_size),
+                    'Use --page-size 64 (the cookbook value with extra_buffer).')
 
 
 def mamba_ratio(release, strategy, radix_cache, disable_overlap):
