@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.llmops.inference.plugins.module_utils.bench import client as sb
+from collection_paths import PIN
 
 OPTS = dict(backend='sglang-oai', base_url='http://127.0.0.1:30000/', model='qwen3.5-122b', tokenizer='/models/q',
             dataset_name='random-ids', dataset_path=None, input_len=1024, output_len=512, range_ratio=1.0,
@@ -65,7 +66,7 @@ def test_prometheus_and_counter_delta():
     assert sb.accept_from_counters(before, before) is None
 
 
-SERVER_INFO = {'version': '0.5.23', 'speculative_algorithm': 'EAGLE', 'speculative_num_draft_tokens': 4,
+SERVER_INFO = {'version': PIN, 'speculative_algorithm': 'EAGLE', 'speculative_num_draft_tokens': 4,
                'speculative_accept_threshold_single': 1.0, 'max_running_requests': 48, 'tp_size': 4,
                'internal_states': [{'avg_spec_accept_length': 3.214, 'max_total_num_tokens': 2200000}]}
 

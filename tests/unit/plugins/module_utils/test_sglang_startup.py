@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from test_deployment import resolve  # the resolver harness (the seed deployment on its Proxmox container)
-from test_deployment_refusals import ROOT
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import startup
+from collection_paths import PIN, ROOT
 
 FIXTURE = os.path.join(ROOT, 'tests', 'fixtures', 'sglang_startup', 'qwen3.5-122b-a10b-tp4-rtx-pro-6000.log')
 with open(FIXTURE[:-len('.log')] + '.oracle.json') as _handle:
@@ -211,11 +211,11 @@ def test_the_next_plan_of_the_host_uses_the_measured_free_memory(tmp_path):
 
 
 def test_usable_measurement_refuses_what_is_not_one():
-    good = dict(schema=1, gpu_profile='h200', tp_size=2, sglang_version='0.5.23', free_memory_before_load_gib=138.1)
-    assert startup.usable_measurement(good, 'h200', 2, '0.5.23') == (138.1, 'measured')
-    assert startup.usable_measurement(dict(good, tp_size=4), 'h200', 2, '0.5.23')[0] is None
-    assert startup.usable_measurement(dict(good, free_memory_before_load_gib='x'), 'h200', 2, '0.5.23')[0] is None
-    assert startup.usable_measurement(['x'], 'h200', 2, '0.5.23')[0] is None
+    good = dict(schema=1, gpu_profile='h200', tp_size=2, sglang_version=PIN, free_memory_before_load_gib=138.1)
+    assert startup.usable_measurement(good, 'h200', 2, PIN) == (138.1, 'measured')
+    assert startup.usable_measurement(dict(good, tp_size=4), 'h200', 2, PIN)[0] is None
+    assert startup.usable_measurement(dict(good, free_memory_before_load_gib='x'), 'h200', 2, PIN)[0] is None
+    assert startup.usable_measurement(['x'], 'h200', 2, PIN)[0] is None
     assert startup.measurement_file('/b/deploy/h/', 'h200', 2) == '/b/deploy/h/startup_memory/h200-tp2.json'
 
 

@@ -20,6 +20,7 @@ import pytest
 from module_harness import AnsibleFailJson, run
 
 from ansible_collections.llmops.inference.plugins.modules import sglang_bench_run
+from collection_paths import PIN
 
 KEY = 'sk-bench-456'
 
@@ -81,7 +82,7 @@ def make_handler(state):
                     self._send(401, {'error': 'auth'})
                     return
                 internal = {'avg_spec_accept_length': state.accept} if state.spec else {}
-                self._send(200, {'version': '0.5.23', 'speculative_algorithm': 'EAGLE' if state.spec else None,
+                self._send(200, {'version': PIN, 'speculative_algorithm': 'EAGLE' if state.spec else None,
                                  'speculative_accept_threshold_single': 1.0, 'internal_states': [internal]})
             else:
                 self._send(404, {'detail': 'Not Found'})

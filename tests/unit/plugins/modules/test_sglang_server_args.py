@@ -15,14 +15,11 @@ import yaml
 from module_harness import AnsibleExitJson, AnsibleFailJson, run as run_main
 
 from ansible_collections.llmops.inference.plugins.modules import sglang_server_args
+from collection_paths import PIN, ROOT, release_table_data
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
 with open(os.path.join(ROOT, 'profiles', 'models', 'qwen3.5-122b-a10b.yml')) as handle:
     MODEL = yaml.safe_load(handle)
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as handle:
-    TABLE = yaml.safe_load(handle)
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as handle:
-    PIN = yaml.safe_load(handle)['version']
+TABLE = release_table_data()
 
 
 def run(module, args):

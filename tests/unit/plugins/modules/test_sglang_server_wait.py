@@ -28,8 +28,9 @@ from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.logs import milestones
 from ansible_collections.llmops.inference.plugins.modules import sglang_server_wait
+from collection_paths import PIN, ROOT
 
-STANDIN = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'sglang', 'standin_server.py')
+STANDIN = os.path.join(ROOT, 'tests', 'sglang', 'standin_server.py')
 KEY = 'unit-Zq3vX9-secret'
 
 
@@ -226,7 +227,7 @@ SEED_PLAN = dict(free_before_load_gib=94.193, weights_gib_per_gpu=59.029, free_a
                  headroom_gib=20.28, free_after_pools_gib=19.57, free_memory_source='profile estimate', gpu_memory_mib=97887,
                  sglang_rules='configurator')
 CONTEXT = dict(host='sglang-ct', instance='qwen', gpu_profile='rtx-pro-6000-blackwell-server', tp_size=4,
-               model_profile='qwen3.5-122b-a10b', sglang_version='0.5.23')
+               model_profile='qwen3.5-122b-a10b', sglang_version=PIN)
 
 
 def test_a_ready_start_is_compared_with_its_plan(host):

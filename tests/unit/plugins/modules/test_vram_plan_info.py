@@ -15,12 +15,10 @@ import yaml
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.modules import vram_plan_info
 from module_harness import AnsibleExitJson, AnsibleFailJson, run
-
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+from collection_paths import PIN, ROOT, release, release_table_data
 
 
 def profile(kind, name):
@@ -34,10 +32,7 @@ def run_module(args):
 
 MODEL = profile('models', 'qwen3.5-122b-a10b')
 RTX = profile('hardware', 'rtx-pro-6000-blackwell-server')
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
-    TABLE = yaml.safe_load(_handle)
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
-    PIN = yaml.safe_load(_handle)['version']
+TABLE = release_table_data()
 RELEASE = dict(sglang_releases=TABLE, sglang_version=PIN)
 
 
@@ -53,7 +48,7 @@ def test_plan_with_profiles():
         assert key in result, key
     # The module reports the planner's plan for these inputs (a pass-through: the module adds nothing to the numbers).
     direct = vp.plan(model_config=MODEL['config'], gpu_profile=RTX, tp_size=4, speculative_num_draft_tokens=4,
-                     speculative_num_steps=3, release=sr.release(sr.load_table(TABLE), str(PIN)))
+                     speculative_num_steps=3, release=release())
     for key in ('kv_cache_tokens', 'mamba_cache_slots', 'max_running_requests', 'headroom_gib'):
         assert result[key] == direct[key], key
     # Anchored by hand where the number follows from SGLang's rules alone: the request limit is the mamba slots over

@@ -24,12 +24,11 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.llmops.inference.plugins.filter.plan_memory_html import FilterModule as MemoryFilter
 from ansible_collections.llmops.inference.plugins.filter.plan_topology_html import FilterModule as TopologyFilter
 from ansible_collections.llmops.inference.plugins.module_utils.host import gpu_partition as gp
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.host.pci_sysfs import PciSysfs
 from ansible_collections.llmops.inference.plugins.plugin_utils.views import plan_pictures as pp
+from collection_paths import ROOT, release
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
 # The resolver harness of the deployment tests (the seed inventory as bad_inputs.yml builds it).
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'unit', 'plugins', 'module_utils'))
 from test_deployment import resolve  # noqa: E402  pylint: disable=wrong-import-position
@@ -61,17 +60,12 @@ def profile(kind, name):
         return yaml.safe_load(handle)
 
 
-def release(version):
-    with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as handle:
-        return sr.release(yaml.safe_load(handle), version)
-
-
 def planned(case):
     """Plans outside the seed inventory's reach, from the planner itself: MLA on 8 B200s, and the 0.5.11 rules (the
     MTP draft loads after the pools are sized)."""
     if case == 'deepseek-v3-b200-tp8':
         return vp.plan(model_config=profile('models', 'deepseek-v3')['config'], gpu_profile=profile('hardware', 'b200'),
-                       tp_size=8, release=release('0.5.23'))
+                       tp_size=8, release=release())
     return vp.plan(model_config=profile('models', 'qwen3.5-122b-a10b')['config'], tp_size=4, release=release('0.5.11'),
                    gpu_profile=profile('hardware', 'rtx-pro-6000-blackwell-server'), speculative_num_draft_tokens=4,
                    speculative_num_steps=3)
