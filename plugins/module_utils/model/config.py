@@ -20,16 +20,11 @@ from ansible_collections.llmops.inference.plugins.module_utils.model.tensors imp
 SIZE_KEYS = ('hidden_size', 'num_hidden_layers', 'num_attention_heads')
 # The KV-cache families the planner sizes, each a set of architecture names in the release table
 # (profiles/sglang_releases.yml architectures): hybrid_gdn (Gated DeltaNet + full attention), mla (latent KV),
-# hybrid_swa (sliding-window + full attention layers), gqa (one plain MHA/GQA pool over every layer).
+# hybrid_swa (sliding-window + full attention layers), gqa (one plain MHA/GQA pool over every layer), hybrid_mamba
+# (Mamba-2 + attention). Each is one module of planner/families/ (registry.FAMILIES has the same names); this floor
+# knows them only as these names, to read each one's layer layout from the config (_layer_ids, _more_families), because
+# sglang/ reads the same facts and may not import the planner.
 FAMILIES = ('hybrid_gdn', 'mla', 'hybrid_swa', 'gqa', 'hybrid_mamba')
-# What each family's pool keeps per token and layer, for messages.
-FAMILY_TEXT = {
-    'hybrid_gdn': 'Gated DeltaNet state per request + K/V of the full-attention layers',
-    'mla': 'one latent vector (kv_lora_rank + qk_rope_head_dim) per layer, on every TP rank',
-    'hybrid_swa': 'K/V of full layers + a smaller pool for the sliding-window layers',
-    'gqa': 'K/V of every layer, KV heads split over TP',
-    'hybrid_mamba': 'Mamba-2 state per request + K/V of the attention layers',
-}
 
 
 class ModelConfigError(ValueError):

@@ -24,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import ModelConfigError, model_facts
+from ansible_collections.llmops.inference.plugins.module_utils.planner.families.registry import family
 
 # layers/vocab_parallel_embedding.py:48 DEFAULT_VOCAB_PADDING_SIZE, :57-59 pad_vocab_size.
 VOCAB_PADDING = 64
@@ -69,7 +70,7 @@ def check_swa_draft(target_facts, draft):
     """EAGLE-3 on a sliding-window hybrid: SGLang prices the draft's layers in the full pool at the target's per-layer
     size unless the draft config is itself a hybrid SWA one (model_executor/pool_configurator.py:729-760:
     eagle_draft_swa_num_layers, spec_aux_hidden_state.py:180-183); the planner models the first case only."""
-    if target_facts['family'] == 'hybrid_swa' and draft is not None and draft.get('n_swa'):
+    if family(target_facts).SWA_POOL and draft is not None and draft.get('n_swa'):
         raise DraftError('EAGLE-3 draft %s has %d sliding-window layers: SGLang puts them in the target\'s '
                          'sliding-window pool (pool_configurator.py:729-760), which the planner does not model (fix: '
                          'a draft of full-attention layers, or num_draft_tokens: 0)' % (draft['arch'], draft['n_swa']))

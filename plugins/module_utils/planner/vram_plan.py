@@ -4,9 +4,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """VRAM fit planner: predict SGLang's own memory plan for a model before any download.
 
-Families (model_config.FAMILIES, named per architecture in profiles/sglang_releases.yml): hybrid GDN (Gated DeltaNet
-state per request + full-attention KV), MLA (latent KV replicated over TP), hybrid SWA (full + sliding-window
-pools) and plain GQA (dense or MoE); docs/dev/sglang-memory.md cites the pinned source for each rule.
+Families (one module each in planner/families/, found through families/registry.py; named per architecture in
+profiles/sglang_releases.yml): hybrid GDN (Gated DeltaNet state per request + full-attention KV), MLA (latent KV
+replicated over TP), hybrid SWA (full + sliding-window pools), hybrid Mamba-2 and plain GQA (dense or MoE); the plan
+asks the model's family for its checks, parameter counts, KV cell, buffers and state pool instead of branching on
+its name. docs/dev/sglang-memory.md cites the pinned source for each rule.
 
 PRIVATE to the collection. Pure functions, stdlib only. The SGLang rules live in sglang_defaults and the release facts
 in profiles/sglang_releases.yml (``plan(release=sglang_release.release(table, version), ...)``); the model facts come
@@ -23,10 +25,13 @@ import json
 import math
 import os
 
-from ansible_collections.llmops.inference.plugins.module_utils.model.config import FAMILY_TEXT, ModelConfigError
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import ModelConfigError
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts as _model_facts
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import unsized_reason
-from ansible_collections.llmops.inference.plugins.module_utils.model import tensors as _mt
+from ansible_collections.llmops.inference.plugins.module_utils.planner.families import base as _family_base
+from ansible_collections.llmops.inference.plugins.module_utils.planner.families import hybrid_swa as _swa_family
+from ansible_collections.llmops.inference.plugins.module_utils.planner.families.base import DTYPE_BYTES
+from ansible_collections.llmops.inference.plugins.module_utils.planner.families.registry import FAMILIES, family
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.defaults import (
     GIB,
     SglangRuleError,
@@ -67,9 +72,6 @@ from ansible_collections.llmops.inference.plugins.module_utils.planner.spec_draf
 from ansible_collections.llmops.inference.plugins.module_utils.model.weight_bytes import WeightBytesError, checkpoint_bytes
 
 MIB = 1 << 20
-# Bytes per element the planner knows; a dtype the release accepts but this table lacks is refused, not guessed.
-DTYPE_BYTES = {'float32': 4, 'float': 4, 'bfloat16': 2, 'bf16': 2, 'float16': 2, 'half': 2, 'fp8_e4m3': 1,
-               'fp8_e5m2': 1}
 DEFAULT_STARTUP_OVERHEAD_GIB = 1.2   # driver reservation + CUDA context + NCCL before weights load
 DEFAULT_RUNTIME_OVERHEAD_GIB = 0.05  # allocated between "Load weight end" and pool sizing; not in the logs
 DEFAULT_MIN_HEADROOM_GIB = 4.0
@@ -123,14 +125,9 @@ def sized_facts(config, release):
     if facts['family'] is None:
         raise PlanError(unsized_reason(facts['arch'], release['architectures'], release.get('version', '?')),
                         kind='architecture')
-    if facts['family'] == 'mla' and not (facts['kv_lora_rank'] and facts['qk_rope_head_dim']):
-        raise PlanError('%s is an MLA architecture but model_config lacks kv_lora_rank / qk_rope_head_dim' % facts['arch'])
-    if facts['family'] == 'hybrid_swa' and (not facts['n_swa'] or facts['n_swa'] + facts['n_full'] != facts['layers']):
-        raise PlanError('%s is a hybrid sliding-window architecture but model_config.layer_types does not list '
-                        'sliding_attention / full_attention for each of its %d layers' % (facts['arch'], facts['layers']))
-    if facts['hybrid'] and not facts['n_linear']:
-        raise PlanError('%s is a hybrid GDN architecture but model_config has no linear-attention layers '
-                        '(linear_num_value_heads with full_attention_interval or layer_types)' % facts['arch'])
+    problem = family(facts).check(facts)
+    if problem:
+        raise PlanError(problem)
     return facts
 
 
@@ -170,91 +167,10 @@ def check_tp(facts, tp, attn_tp=None):
 # Parameter counts (the tensor layout of model_tensors; checked against the model cards' totals)
 # --------------------------------------------------------------------------------------------------------------
 
-def _attn_params(f, swa=False):
-    return _mt.params(_mt.attention(f, swa))
-
-
-def _mixer_params(f):
-    """Attention (full and sliding-window, each its own geometry) and GDN parameters of every decoder layer."""
-    full = f['layers'] - f['n_linear'] - f['n_swa']
-    return f['n_linear'] * _gdn_params(f) + full * _attn_params(f) + f['n_swa'] * _attn_params(f, swa=True)
-
-
-def _gdn_params(f):
-    return _mt.params(_mt.gdn(f))
-
-
-def _expert_params(f):
-    return _mt.params(_mt.expert(f))
-
-
-def _mlp_parts(f):
-    """(shared-by-all-tokens params, one routed expert) of one decoder layer's MLP."""
-    if f['experts']:
-        return _mt.params(_mt.moe_shared(f)), _expert_params(f)
-    return _mt.params(_mt.dense_mlp(f)), 0
-
-
-def _vision_params(v):
-    return _mt.params(_mt.vision(v))
-
-
-def block_pattern_counts(f):
-    """param_counts() of a NemotronH-style model (one block per hybrid_override_pattern letter), from the tensors
-    model_tensors.checkpoint lists for it: routed experts apart, router gates and norms replicated on every rank."""
-    total = routed = replicated = 0
-    for t in _mt.checkpoint(f):
-        size = _mt.params([(t['name'], t['shape'], t['role'], t['count'])])
-        total += size
-        routed += size if t['role'] == 'expert' else 0
-        replicated += size if t['role'] in ('router', 'norm') else 0
-    expert = _mt.params([t[:3] for t in _mt.block_pattern_layer(f, 'E') if t[2] == 'expert']) if f['experts'] else 0
-    moe_layers = f['block_pattern'].count('E')
-    embed = f['vocab'] * f['hidden']
-    non_expert_active = total - routed - (0 if f['tied'] else embed)
-    routed_active = moe_layers * f['top_k'] * expert
-    return dict(language=total, vision=0, mtp=0, replicated=replicated, kv_proj_per_layer=2 * f['hidden'] * f['head_dim'],
-                non_expert_active=non_expert_active, routed_active=routed_active, expert=expert, mtp_active=0,
-                active=non_expert_active + routed_active)
-
-
 def param_counts(f):
-    """Total, per-rank-replicated and decode-active parameter counts of the target, vision tower and MTP head."""
-    if f.get('block_pattern'):
-        return block_pattern_counts(f)
-    shared_mlp, expert = _mlp_parts(f)
-    routed_all = f['experts'] * expert
-    per_layer_mlp = shared_mlp + routed_all
-    norms = 2 * f['hidden']
-    linear = f['n_linear']
-    full = f['layers'] - linear
-    mixers = _mixer_params(f)
-    embed = f['vocab'] * f['hidden']
-    head = 0 if f['tied'] else embed
-    # MoE models whose first layers have a dense MLP (first_k_dense_replace: DeepSeek, Kimi, GLM-4.5).
-    dense = f['dense_layers'] if f['experts'] else 0
-    moe_layers = f['layers'] - dense
-    dense_mlp = 3 * f['hidden'] * f['dense_inter'] if dense else 0
-    language = (embed + head + mixers + moe_layers * per_layer_mlp + dense * dense_mlp + f['layers'] * norms
-                + f['hidden'])
-    # Router gates (ReplicatedLinear) and kv projections beyond one head per rank are replicated on every rank; so are
-    # MLA's down projections to the latent spaces (fused_qkv_a_proj_with_mqa).
-    replicated = moe_layers * f['experts'] * f['hidden'] + f['layers'] * norms
-    if f['attention'] == 'mla':
-        replicated += full * f['hidden'] * (f['q_lora_rank'] + f['kv_lora_rank'] + f['qk_rope_head_dim'])
-    mtp_layer = 2 * f['hidden'] * f['hidden'] + 2 * f['hidden'] + _attn_params(f) + per_layer_mlp + norms + f['hidden']
-    mtp = f['mtp_layers'] * mtp_layer
-    active_mlp = shared_mlp + f['top_k'] * expert
-    # Decode reads the whole output head (tied or not); the embedding lookup itself is one row.
-    non_expert_active = embed + mixers + moe_layers * shared_mlp + dense * dense_mlp + f['layers'] * norms
-    routed_active = moe_layers * f['top_k'] * expert
-    return dict(
-        language=language, vision=_vision_params(f['vision']), mtp=mtp, replicated=replicated,
-        kv_proj_per_layer=2 * f['hidden'] * f['head_dim'],
-        non_expert_active=non_expert_active, routed_active=routed_active, expert=expert,
-        mtp_active=f['mtp_layers'] * (2 * f['hidden'] * f['hidden'] + _attn_params(f) + active_mlp) + embed,
-        active=non_expert_active + routed_active,
-    )
+    """Total, per-rank-replicated and decode-active parameter counts of the target, vision tower and MTP head (the
+    family's own count: planner/families/)."""
+    return (FAMILIES[f['family']].param_counts if f.get('family') in FAMILIES else _family_base.param_counts)(f)
 
 
 def computed_weights(config, facts):
@@ -346,67 +262,32 @@ def weights_fix(f, config, counts, tp, spec, language_only, weights_bytes, compu
 # --------------------------------------------------------------------------------------------------------------
 
 def mamba_slot_bytes(f, tp, ssm_dtype):
-    """Mamba2StateShape.create + BaseLinearStateParams.mamba_cache_per_req (conv state bf16, SSM in ssm_dtype)."""
-    if not f['hybrid']:
-        return dict(per_slot=0, conv=0, ssm=0)
-    n_groups = f['lin_k_heads']
-    if n_groups % tp:
-        n_groups += tp - n_groups  # extra_groups_for_head_shards
-    conv_dim = f['lin_v_heads'] * f['lin_v_dim'] + 2 * n_groups * f['lin_k_dim']
-    conv = conv_dim // tp * (f['conv_kernel'] - 1) * 2
-    ssm = f['lin_v_heads'] // tp * f['lin_v_dim'] * f['lin_k_dim'] * DTYPE_BYTES[ssm_dtype]
-    layers = f['n_linear']
-    return dict(per_slot=(conv + ssm) * layers, conv=conv * layers, ssm=ssm * layers)
+    """Bytes of one request's recurrent state on one rank (the family's state_slot: Mamba2StateShape.create +
+    BaseLinearStateParams.mamba_cache_per_req for the GDN and Mamba-2 hybrids, nothing for the others)."""
+    return family(f).state_slot(f, tp, ssm_dtype)
 
 
 def kv_heads_per_rank(f, tp):
-    return max(1, f['kv_heads'] // tp)  # ModelConfig.get_num_kv_heads
+    return _family_base.kv_heads_per_rank(f, tp)
 
 
 def kv_layer_bytes(f, tp, kv_bytes):
-    """Bytes one token keeps in one attention layer of one rank, and whether the pool splits them into K and V.
-
-    MHA/GQA (pool_configurator._compute_cell_size, MHATokenToKVPool): KV heads per rank x (head_dim + v_head_dim);
-    MLA (MLATokenToKVPool): kv_lora_rank + qk_rope_head_dim, the same on every TP rank. fp8 is stored as 1 byte.
-    """
-    if f['attention'] == 'mla':
-        return (f['kv_lora_rank'] + f['qk_rope_head_dim']) * kv_bytes, False
-    return kv_heads_per_rank(f, tp) * (f['head_dim'] + f['v_head_dim']) * kv_bytes, True
+    """Bytes one token keeps in one attention layer of one rank, and whether the pool splits them into K and V
+    (the family's kv_layer: MHA/GQA heads per rank x (head_dim + v_head_dim), MLA's latent on every rank)."""
+    return family(f).kv_layer(f, tp, kv_bytes)
 
 
 def swa_layer_bytes(f, tp, kv_bytes):
-    """Bytes one token keeps in one sliding-window layer of one rank (HybridSWAPoolConfigurator._swa_per_token,
-    model_executor/pool_configurator.py:711-716): get_swa_num_kv_heads(attn_tp) x (swa_head_dim + swa_v_head_dim);
-    the full layers' geometry unless the config names its own (MiMo-V2-Flash: 8 KV heads against 4)."""
-    return max(1, f['swa_kv_heads'] // tp) * (f['swa_head_dim'] + f['swa_v_head_dim']) * kv_bytes
+    """Bytes one token keeps in one sliding-window layer of one rank (families/hybrid_swa.swa_layer)."""
+    return _swa_family.swa_layer(f, tp, kv_bytes)
 
 
 def kv_cell_bytes(f, tp, kv_bytes, draft_layers_in_budget, swa_ratio=None, dsa=None):
-    """The per-token cell of the token budget, and the part of it that is the draft's layers (when in the budget).
-
-    DefaultPoolConfigurator (model_executor/pool_configurator.py:218-314): the full-attention layers (every layer but
-    the GDN ones), plus EAGLE/NEXTN draft layers priced as int(target cell x draft layers / target layers)
-    (:310-314, "assumes the draft shares the target's per-layer KV size"). DSA (``dsa``: sglang_layout.dsa_layout):
-    the latent of every layer plus the indexer bytes of the layers that compute top-k (:399-409); a draft adds its
-    share of the latent and the indexer of all its layers (:282-309). HybridSWAPoolConfigurator (:656-803): full
-    layers + swa_ratio x sliding-window layers at their own per-layer size (swa_layer_bytes; SWA tokens = full tokens
-    x swa_ratio); the budget divides by this cell and reports the full-layer token count.
-    """
+    """The per-token cell of the token budget, and the part of it that is the draft's layers (when in the budget):
+    the family's kv_cell, or the DSA pool's (``dsa``: sglang_layout.dsa_layout; families/base.dsa_cell)."""
     if dsa is not None:
-        per_layer = dsa['latent_dim'] * kv_bytes
-        kv = per_layer * f['n_full']
-        indexer = dsa['indexer_bytes_per_layer']
-        draft = 0
-        if draft_layers_in_budget > 0:
-            draft = int(kv * draft_layers_in_budget / f['n_full']) + indexer * draft_layers_in_budget
-        return kv + indexer * dsa['indexer_layers'], draft
-    per_layer, _split = kv_layer_bytes(f, tp, kv_bytes)
-    cell = per_layer * f['n_full']
-    if f['family'] == 'hybrid_swa':
-        cell += swa_ratio * swa_layer_bytes(f, tp, kv_bytes) * f['n_swa']
-        return cell, per_layer * draft_layers_in_budget
-    draft = int(cell * draft_layers_in_budget / f['n_full']) if draft_layers_in_budget > 0 and f['n_full'] else 0
-    return cell, draft
+        return _family_base.dsa_cell(f, kv_bytes, draft_layers_in_budget, dsa)
+    return family(f).kv_cell(f, tp, kv_bytes, draft_layers_in_budget, swa_ratio)
 
 
 def dp_attention_weights(f, tp, attn_tp, bytes_per_param):
@@ -415,7 +296,7 @@ def dp_attention_weights(f, tp, attn_tp, bytes_per_param):
     down projections are replicated either way (param_counts counts them as replicated)."""
     if attn_tp >= tp or not bytes_per_param:
         return 0.0
-    mixers = _mixer_params(f)
+    mixers = _family_base.mixer_params(f)
     if f['attention'] == 'mla':
         mixers -= (f['layers'] - f['n_linear']) * f['hidden'] * (f['q_lora_rank'] + f['kv_lora_rank'] + f['qk_rope_head_dim'])
     return mixers * (1.0 / attn_tp - 1.0 / tp) * bytes_per_param
@@ -767,10 +648,11 @@ def _pools(p, v):
     disable_overlap, draft_tokens, draft, rules = v['disable_overlap'], v['draft_tokens'], v['draft'], v['rules']
     page_size = v['page_size']
     # The GDN state shards over linear_attn_tp_size() = attn_tp_size (qwen3_next.py:287-313, runtime_context.py:484-486).
-    slot = mamba_slot_bytes(facts, attn_tp, ssm_dtype)
-    ratio = mamba_ratio(release, strategy, radix, disable_overlap) if facts['hybrid'] else None
+    fam = family(facts)
+    slot = fam.state_slot(facts, attn_tp, ssm_dtype)
+    ratio = mamba_ratio(release, strategy, radix, disable_overlap) if fam.STATE_POOL else None
     pool = None
-    if facts['hybrid']:
+    if fam.STATE_POOL:
         pool = mamba_pool(release, rest, slot['per_slot'], ratio, draft_tokens, requested_running, radix,
                           p['max_mamba_cache_size'], p['mamba_full_memory_ratio'], attn_dp)
         rest_kv = pool['rest_gib']
@@ -786,9 +668,9 @@ def _pools(p, v):
     else:
         draft_in_budget = max(0, facts['nextn_layers'] or 0)
     swa_ratio = rules.get('swa_full_tokens_ratio')
-    if facts['family'] == 'hybrid_swa' and swa_ratio is None:
-        raise PlanError('%s uses a sliding-window pool, which the planner rules of sglang %s (%s) do not model'
-                        % (facts['arch'], release['version'], rules['family']), kind='architecture')
+    problem = fam.swa_check(facts, release, rules)
+    if problem:
+        raise PlanError(problem, kind='architecture')
     cell, draft_cell = kv_cell_bytes(facts, attn_tp, kv_bytes, draft_in_budget, swa_ratio, dsa)
     tokens = int(kv_tokens(rest_kv, cell + draft_cell, page_size))
     if tokens <= 0:
@@ -798,7 +680,7 @@ def _pools(p, v):
             'the pool from memory)' % (p['max_mamba_cache_size'], pool['pool_bytes'] / float(GIB)) if explicit else ''),
             kind='input' if explicit else 'weights', variable='llmops_max_mamba_cache_size' if explicit else None)
     # HybridSWAPoolConfigurator: the sliding-window layers keep swa_ratio x the full layers' tokens.
-    swa_tokens = int(tokens * swa_ratio) // page_size * page_size if facts['family'] == 'hybrid_swa' else None
+    swa_tokens = fam.swa_tokens(tokens, swa_ratio, page_size)
     running, running_bound = max_running_requests(release, tokens, context, requested_running,
                                                   pool['slots'] if pool else None, ratio, attn_dp)
     if p['max_running_requests'] is None and spec and running_bound == 'requested':
@@ -816,22 +698,14 @@ def _allocated(p, v):
     swa_tokens, draft, mm_reserve, pool = v['swa_tokens'], v['draft'], v['mm_reserve'], v['pool']
     release, gpu_mem, tp, chunk_run, draft_cell = v['release'], v['gpu_mem'], v['tp'], v['chunk_run'], v['draft_cell']
     available, draft_in_after, w = v['available'], v['draft_in_after'], v['w']
-    kv_heads_rank = kv_heads_per_rank(facts, attn_tp)
+    fam = family(facts)
     rows = tokens + page_size
-    per_layer, split = kv_layer_bytes(facts, attn_tp, kv_bytes)
     if dsa is not None:
-        # DSATokenToKVPool: one buffer per layer (latent) plus the index-K buffer ("KV size", memory_pool.py:5385).
-        per_layer = dsa['latent_dim'] * kv_bytes
-        k_bytes = rows * (per_layer * facts['n_full'] + dsa['indexer_bytes_per_layer'] * dsa['indexer_layers'])
-        v_bytes = 0
-    elif split:
-        k_bytes = rows * kv_heads_rank * facts['head_dim'] * facts['n_full'] * kv_bytes
-        v_bytes = rows * kv_heads_rank * facts['v_head_dim'] * facts['n_full'] * kv_bytes
+        k_bytes, v_bytes, per_layer = _family_base.dsa_buffers(facts, rows, kv_bytes, dsa)
     else:
-        # MLA: one latent buffer per layer ("KV size" in the log); reported as K, V stays 0.
-        k_bytes, v_bytes = rows * per_layer * facts['n_full'], 0
-    swa_bytes = ((swa_tokens + page_size) * swa_layer_bytes(facts, attn_tp, kv_bytes) * facts['n_swa']
-                 if swa_tokens is not None else 0)
+        per_layer = fam.kv_layer(facts, attn_tp, kv_bytes)[0]
+        k_bytes, v_bytes = fam.kv_buffers(facts, rows, attn_tp, kv_bytes)
+    swa_bytes = fam.swa_buffers(facts, swa_tokens, page_size, attn_tp, kv_bytes) if swa_tokens is not None else 0
     # The draft's own pool has the target's token count (kv_cache_configurator.py:470-474) and the draft's geometry:
     # a draft checkpoint its own KV heads and layers; a path-less MTP head the target's per-layer size for its
     # num_nextn_predict_layers layers (1 for the hybrid GDN drafts, kv_cache_configurator.py:2614-2622), plus the
@@ -841,7 +715,7 @@ def _allocated(p, v):
     elif draft is not None:
         draft_pool_layers, draft_layer = draft_layers(draft), draft_kv_layer_bytes(draft, attn_tp, kv_bytes)
     else:
-        draft_pool_layers = 1 if facts['hybrid'] else max(1, facts['nextn_layers'] or 1)
+        draft_pool_layers = fam.mtp_draft_layers(facts)
         draft_layer = per_layer + (dsa['indexer_bytes_per_layer'] if dsa is not None else 0)
     draft_kv_bytes = rows * draft_layer * draft_pool_layers
     draft_excess = draft_kv_bytes - rows * draft_cell if draft_in_budget else draft_kv_bytes
@@ -889,7 +763,7 @@ def _result(p, v):
     result = dict(
         sglang_version=release['version'], sglang_rules=rules['family'], arch=facts['arch'], tp_size=tp,
         attn_dp_size=attn_dp, attn_tp_size=attn_tp,
-        family=facts['family'], kv_layout=FAMILY_TEXT[facts['family']] + (' + DSA indexer' if dsa else ''),
+        family=facts['family'], kv_layout=family(facts).TEXT + (' + DSA indexer' if dsa else ''),
         gpu_memory_mib=int(gpu_mem),
         mem_fraction_static=round(frac, 4),
         mem_fraction_static_source='input' if p['mem_fraction_static'] is not None else 'sglang default',

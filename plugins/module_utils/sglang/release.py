@@ -19,6 +19,7 @@ import copy
 import re
 
 from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
+from ansible_collections.llmops.inference.plugins.module_utils.model.config import FAMILIES as PLANNER_FAMILIES
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.parser_detect import DetectRulesError
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.parser_detect import check_rules as check_detection
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.quant import QuantRulesError
@@ -183,15 +184,12 @@ DEFAULT_KEYS = {
 # Options whose argparse choices a release may record (argparse dest names; the collection's option names too).
 CHOICE_OPTIONS = ('reasoning_parser', 'tool_call_parser', 'kv_cache_dtype', 'mamba_ssm_dtype', 'attention_backend',
                   'quantization', 'moe_runner_backend')
-ARCHITECTURE_KEYS = {
+# The planner's KV-cache families (one module each in planner/families/) are each one list of architecture names.
+ARCHITECTURE_KEYS = dict(((name, _IS_STR_LIST) for name in PLANNER_FAMILIES), **{
     'source': _IS_STR,
-    'hybrid_gdn': _IS_STR_LIST,
     'multimodal': _IS_STR_LIST,
     'breakable_graph_multimodal': _IS_STR_LIST,
     'blackwell_gdn_backends': (_is_backend_map, 'a mapping of compute-capability major to a list of backends'),
-    'mla': _IS_STR_LIST,
-    'hybrid_swa': _IS_STR_LIST,
-    'gqa': _IS_STR_LIST,
     'dsa': _IS_STR_LIST,
     'deepseek_family': _IS_STR_LIST,
     'sm100_hybrid_page': _IS_STR_LIST,
@@ -201,12 +199,11 @@ ARCHITECTURE_KEYS = {
     # model registry of each release read (version -> every architecture name it serves).
     'chunked_attention': (_is_interval_map, 'a mapping of architecture to the full-attention layer interval'),
     'multimodal_off_by_default': _IS_STR_LIST,
-    'hybrid_mamba': _IS_STR_LIST,
     'served': (_is_version_names, 'a mapping of release version to the architecture names of its model registry'),
     'vision_config_defaults': (_is_vision_defaults, 'a mapping of architecture to {vision-config key: integer default}'),
     'mtp_draft': (_is_mtp_draft_map, 'a mapping of target architecture to {class, embed: one of %s, head: one of %s}'
                   % ('/'.join(MTP_EMBED_LAYOUTS), '/'.join(MTP_HEAD_RULES))),
-}
+})
 # Defaults a release may lack (read for some releases only; the planner falls back where one is absent).
 OPTIONAL_DEFAULT_KEYS = ('speculative_auto_params_by_arch',)
 RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults', 'host_programs', 'quantization', 'detection', 'metrics')
@@ -447,10 +444,8 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
     arch = table['architectures']
     architectures = dict(
         source=arch['source'],
-        hybrid_gdn=frozenset(arch['hybrid_gdn']),
         multimodal=frozenset(arch['multimodal']),
         breakable_graph_multimodal=frozenset(arch['breakable_graph_multimodal']),
-        mla=frozenset(arch['mla']), hybrid_swa=frozenset(arch['hybrid_swa']), gqa=frozenset(arch['gqa']),
         dsa=frozenset(arch['dsa']), deepseek_family=frozenset(arch['deepseek_family']),
         sm100_hybrid_page=frozenset(arch['sm100_hybrid_page']), eagle3_draft=frozenset(arch['eagle3_draft']),
         dp_attention=frozenset(arch['dp_attention']),
@@ -459,10 +454,10 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
         blackwell_gdn_backends=dict((str(k), tuple(v)) for k, v in arch['blackwell_gdn_backends'].items()),
         chunked_attention=dict(arch['chunked_attention']),
         multimodal_off_by_default=frozenset(arch['multimodal_off_by_default']),
-        hybrid_mamba=frozenset(arch['hybrid_mamba']),
         # None where the table has not read this release's model registry (refusals then cannot say "not served").
         served=frozenset(arch['served'][version]) if version in arch['served'] else None,
     )
+    architectures.update((name, frozenset(arch[name])) for name in PLANNER_FAMILIES)
     # The quantization rules and the parser-detection rules (None where that release's code was never read: the
     # renderer then renders no --quantization of its own and the profile generator keeps "auto").
     quantization = table['quantization_rules'].get(entry['quantization']) if 'quantization' in entry else None
