@@ -17,8 +17,8 @@ import pytest
 from ansible_collections.llmops.inference.plugins.action.deployment_info import FileLoader
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.hosts import container_cpuset, numa_cpus
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve
+from collection_paths import ROOT
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 
 
 def _load(name, path):

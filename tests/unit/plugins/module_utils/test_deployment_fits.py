@@ -23,11 +23,10 @@ import os
 import yaml
 
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import fits as df
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
-PROFILES = os.path.join(ROOT, 'profiles')
+from collection_paths import PROFILES, ROOT, release
+
 GIB = float(1 << 30)
 
 
@@ -36,7 +35,7 @@ def load(*parts):
         return yaml.safe_load(handle)
 
 
-RELEASE = sr.release(sr.load_table(load('sglang_releases.yml')), str(load('sglang.yml')['version']))
+RELEASE = release()
 MODELS = dict((n[:-4], load('models', n)) for n in os.listdir(os.path.join(PROFILES, 'models')) if n.endswith('.yml'))
 RTX = load('hardware', 'rtx-pro-6000-blackwell-server.yml')
 H200 = load('hardware', 'h200.yml')

@@ -14,6 +14,7 @@ import pytest
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import provenance as dp
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sglang_flags
 from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import render_markdown
+from collection_paths import PIN
 from test_deployment import resolve, seed
 from test_deployment_refusals import ROOT, run
 
@@ -60,13 +61,13 @@ def test_the_example_has_a_source_for_every_flag_and_variable():
     assert rows['--reasoning-parser']['source'] == 'profile %s: serving.reasoning_parser' % MODEL_FILE
     assert rows['--served-model-name']['source'] == 'profile %s: served_model_name' % MODEL_FILE
     assert rows['--mem-fraction-static']['value'] == '%.4f' % d['plan']['mem_fraction_static']
-    assert rows['--mem-fraction-static']['source'].startswith('planner: plan.mem_fraction_static (SGLang 0.5.23')
+    assert rows['--mem-fraction-static']['source'].startswith('planner: plan.mem_fraction_static (SGLang %s' % PIN)
     assert ('profiles/hardware/rtx-pro-6000-blackwell-server.yml: memory_total_mib'
             in rows['--mem-fraction-static']['source'])
     assert rows['--context-length']['source'].startswith('planner: plan.context_length')
     # The release decides what mamba strategy "auto" (group_vars) becomes, under the release's flag name.
     assert rows['--mamba-radix-cache-strategy']['source'].startswith(
-        'release rule: SGLang 0.5.23 resolves mamba strategy auto (inventory llmops_mamba_strategy) to extra_buffer')
+        'release rule: SGLang %s resolves mamba strategy auto (inventory llmops_mamba_strategy) to extra_buffer' % PIN)
     assert rows['--watchdog-timeout']['source'] == 'collection default of llmops_watchdog_timeout (docs/reference.md)'
     assert rows['--model-path']['source'].startswith('inventory llmops_model_dir, then the repository\'s name @ the '
                                                      'revision: Qwen/Qwen3.5-122B-A10B (profile %s: hf_repo)'

@@ -16,8 +16,8 @@ import pytest
 
 from ansible_collections.llmops.inference.plugins.action.deployment_info import FileLoader
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve
+from collection_paths import ROOT
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 _spec = importlib.util.spec_from_file_location('bad_inputs', os.path.join(ROOT, 'tests', 'fixtures', 'bad_inputs.py'))
 bad_inputs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bad_inputs)

@@ -19,6 +19,7 @@ from test_deployment_refusals import ROOT, Loader, role_options
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import tp_group as tpg
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve as _resolve
 from ansible_collections.llmops.inference.plugins.module_utils.sglang.startup import measurement_file
+from collection_paths import PIN
 
 INVENTORY = os.path.join(ROOT, 'inventories', 'multinode')
 
@@ -210,7 +211,7 @@ def test_the_group_plans_with_the_smallest_measured_free_memory(tmp_path):
     record = str(tmp_path / 'deploy')
     for h in hosts.values():
         h['llmops_record_dir'] = record
-    base = dict(schema=1, gpu_profile='h100-80gb', tp_size=16, sglang_version='0.5.23', instance='deepseek-v3',
+    base = dict(schema=1, gpu_profile='h100-80gb', tp_size=16, sglang_version=PIN, instance='deepseek-v3',
                 start='2026-12-01T00:00:00Z')
 
     def write(host, gib):

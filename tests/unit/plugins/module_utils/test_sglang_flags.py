@@ -9,7 +9,7 @@ import yaml
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as f
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+from collection_paths import PIN, ROOT, release_table_data
 
 
 def profile(name):
@@ -17,10 +17,7 @@ def profile(name):
         return yaml.safe_load(stream)
 
 
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _stream:
-    TABLE = yaml.safe_load(_stream)
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _stream:
-    PIN = yaml.safe_load(_stream)['version']
+TABLE = release_table_data()
 # Every release with flag rules; most have no planner rules, which only the renderer tests may do without.
 FLAG_RELEASES = sorted((v for v, e in TABLE['releases'].items() if 'flags' in e), key=sr.version_key)
 

@@ -19,7 +19,8 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang import rel
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import render_markdown, render_text
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+from collection_paths import PIN, ROOT, release_table_data
+
 GIB = 1 << 30
 
 
@@ -28,10 +29,7 @@ def profile(kind, name):
         return yaml.safe_load(handle)
 
 
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
-    TABLE = yaml.safe_load(_handle)
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
-    PIN = yaml.safe_load(_handle)['version']
+TABLE = release_table_data()
 
 
 def rel(version=PIN):

@@ -26,14 +26,13 @@ from ansible_collections.llmops.inference.plugins.module_utils.sglang import rel
 from ansible_collections.llmops.inference.plugins.module_utils.planner import spec_draft as sdr
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+from collection_paths import ROOT, release, release_table_data
+
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures')
 GIB = float(1 << 30)
 
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
-    TABLE = yaml.safe_load(_handle)
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
-    RELEASE = sr.release(TABLE, str(yaml.safe_load(_handle)['version']))
+TABLE = release_table_data()
+RELEASE = release()
 
 
 def config(name):
