@@ -206,6 +206,21 @@ def read(request, settings, problems):
         return None
     by_rank = sorted(members, key=lambda m: ranked[m])
     head = by_rank[0]
+    ok = _check_node(host, name, settings, members, node_settings, ranked, problems)
+    if host != head:
+        compared = [v['name'] for v in VARIABLES if v['scope'] in ('server', 'any') and not v['plan_only']
+                    and not v['secret'] and v['name'] not in PER_NODE]
+        before = len(problems)
+        _check_same(host, head, settings, node_settings[head], name, problems, compared)
+        ok = ok and len(problems) == before
+    if not ok:
+        return None
+    return _group(host, name, settings, members, node_settings, ranked, by_rank)
+
+
+def _check_node(host, name, settings, members, node_settings, ranked, problems):
+    """This node's own settings of the group: its address and interface, no network environment of its own, no
+    variants. False when one is refused."""
     ok = True
     for key, rule in (('llmops_node_address', 'the address of this node on the inter-node network'),
                       ('llmops_nccl_socket_ifname', 'the interface of that network (NCCL_SOCKET_IFNAME and '
@@ -244,14 +259,12 @@ def read(request, settings, problems):
                      % name, 'remove llmops_variants from the nodes of %s (benchmark variants as separate deploys)'
                      % name)
         ok = False
-    if host != head:
-        compared = [v['name'] for v in VARIABLES if v['scope'] in ('server', 'any') and not v['plan_only']
-                    and not v['secret'] and v['name'] not in PER_NODE]
-        before = len(problems)
-        _check_same(host, head, settings, node_settings[head], name, problems, compared)
-        ok = ok and len(problems) == before
-    if not ok:
-        return None
+    return ok
+
+
+def _group(host, name, settings, members, node_settings, ranked, by_rank):
+    """The group as this node sees it (read's result), from the checked settings of its nodes."""
+    head = by_rank[0]
     ranks = [dict(host=m, node_rank=ranked[m], address=node_settings[m]['llmops_node_address'],
                   ifname=node_settings[m]['llmops_nccl_socket_ifname'],
                   gpu_indices=list(node_settings[m]['llmops_gpu_indices'] or []),
@@ -261,7 +274,8 @@ def read(request, settings, problems):
                 role='head' if host == head else 'follower', ranks=ranks,
                 head_address=node_settings[head]['llmops_node_address'], dist_init_port=port,
                 dist_init_addr=host_port(node_settings[head]['llmops_node_address'], port),
-                dist_timeout=settings['llmops_dist_timeout'], ifname=ifname, ib_hca=settings['llmops_nccl_ib_hca'],
+                dist_timeout=settings['llmops_dist_timeout'], ifname=settings['llmops_nccl_socket_ifname'],
+                ib_hca=settings['llmops_nccl_ib_hca'],
                 head_http_host=node_settings[head]['llmops_http_host'])
 
 
