@@ -112,14 +112,16 @@ def read_model_path(model_path):
     return config, (int(total) if total is not None else None), sorted((index.get('weight_map') or {}).keys())
 
 
-def sized_facts(config, release):
-    """model_config.model_facts() of a config the planner can size; PlanError otherwise."""
+def sized_facts(config, release, facts=None):
+    """model_config.model_facts() of a config the planner can size; PlanError otherwise. ``facts``: model_facts() of
+    ``config``, when the caller computed them already (once per resolution); they are checked, not recomputed."""
     if not isinstance(config, dict) or not config:
         raise PlanError('model_config must be a non-empty dict (a config.json or the config section of a profile)')
-    try:
-        facts = _model_facts(config, release['architectures'])
-    except ModelConfigError as exc:
-        raise PlanError(str(exc))
+    if facts is None:
+        try:
+            facts = _model_facts(config, release['architectures'])
+        except ModelConfigError as exc:
+            raise PlanError(str(exc))
     if facts['missing']:
         raise PlanError('model_config lacks %s (arch %s)' % (' / '.join(facts['missing']), facts['arch']))
     if facts['family'] is None:
@@ -345,6 +347,9 @@ PLAN_DEFAULTS = dict(
     environment=None,
     # The --model-path the server gets: SGLang's memory heuristic reads its name (a Llama-2 cap on the prefill graphs).
     model_path_name=None,
+    # model_config.model_facts(model_config, release architectures), when the caller computed them once already (the
+    # resolver hands the same facts to the renderer); None: computed here.
+    model_facts=None,
 )
 
 
@@ -452,7 +457,7 @@ def _plan_inputs(p, v):
     """The model facts, tensor parallelism, speculative decoding, dtypes, DSA layout and context length."""
     release = p['release']
     rules = release['planner']
-    facts = sized_facts(p['model_config'], release)
+    facts = sized_facts(p['model_config'], release, p['model_facts'])
     profile = p['gpu_profile'] or {}
     tp = p['tp_size']
     if not tp:
@@ -1004,7 +1009,21 @@ def recommend(inputs, base):
     return out
 
 
+def model_facts_once(model_config, release):
+    """model_config.model_facts() of a plan's model_config, computed once for plan() and its re-plans; None where
+    plan() itself refuses the inputs (it then raises its own error, as without this)."""
+    if not isinstance(model_config, dict) or not model_config or not isinstance(release, dict):
+        return None
+    try:
+        return _model_facts(model_config, release['architectures'])
+    except (ModelConfigError, KeyError, TypeError):
+        return None
+
+
 def plan_with_recommendations(**inputs):
+    """plan() and the recommendations re-planned from it, over one computation of the model facts."""
+    if inputs.get('model_facts') is None:
+        inputs['model_facts'] = model_facts_once(inputs.get('model_config'), inputs.get('release'))
     base = plan(**inputs)
     base['recommendations'] = recommend(inputs, base)
     return base

@@ -139,7 +139,7 @@ def _choice(release, option, value):
         raise FlagError(message)
 
 
-def render(release, model, plan=None, host=None, server=None):
+def render(release, model, plan=None, host=None, server=None, facts=None):
     """Render the SGLang argv (without the launcher prefix) and environment.
 
     release: sglang_release.release(table, version) (flags, choices, defaults, architectures of one release)
@@ -150,6 +150,8 @@ def render(release, model, plan=None, host=None, server=None):
              sev_snp, nnodes, node_rank, dist_init_addr, dist_timeout, node_env (the inter-node network environment
              of a multi-node group)
     server:  model_path, served_model_name, host, port, tp_size, and optional flag overrides (see the module doc)
+    facts:   model_config.model_facts() of the profile's config when the caller computed them once already (the
+             resolver hands the planner the same); None: computed here
 
     Returns dict(version, argv, env, warnings, notes, preflight, speculative, nccl_p2p_disable, nccl_p2p_reason,
     mamba_strategy, rules, quantization (format, method, render, defaults of the release's rules, or None)).
@@ -164,7 +166,7 @@ def render(release, model, plan=None, host=None, server=None):
     plan = plan or {}
     host = host or {}
     server = dict(server or {})
-    facts = _facts(release, model)
+    facts = facts if facts is not None else _facts(release, model)
     serving = (model or {}).get('serving') or {}
     warnings, notes, preflight = [], [], []
 

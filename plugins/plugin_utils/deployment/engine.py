@@ -63,7 +63,7 @@ _CHECK_VARIABLE = {
 }
 
 
-def plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps, model_path=None):
+def plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps, model_path=None, facts=None):
     serving = model.get('serving') or {}
     spec = serving.get('speculative') or {}
     max_tp = None
@@ -97,7 +97,9 @@ def plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps, model_path
         concurrency=settings['llmops_plan_concurrency'], min_headroom_gib=settings['llmops_plan_min_headroom_gib'],
         mtp_accept_length=spec.get('expected_accept_length'), max_tp=max_tp,
         # The rendered --model-path: SGLang keys a few defaults on its name (a 'llama-2' path caps the prefill graphs).
-        model_path_name=model_path)
+        model_path_name=model_path,
+        # model_config.model_facts() of the profile's config, computed once per resolution (render() gets the same).
+        model_facts=facts)
 
 
 def run_plan(ctx, settings, inputs, problems):
@@ -137,7 +139,8 @@ def run_plan(ctx, settings, inputs, problems):
         return None, dict(kind=exc.kind, msg=str(exc), details=getattr(exc, 'details', {}))
 
 
-def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_facts, host_facts, indices, problems):
+def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_facts, host_facts, indices, problems,
+           facts=None):
     group = ctx.get('tp_group')
     server = dict(
         model_path=model_facts['path'], served_model_name=model_facts['served_model_name'],
@@ -180,7 +183,7 @@ def render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_fac
         # gives each DP worker total // dp (kv_cache_configurator.py:3128). Unset, SGLang's own choice stands.
         plan_values['max_running_requests'] = plan['max_running_requests_total']
     try:
-        result = sglang_flags.render(release, model, plan_values, host, server)
+        result = sglang_flags.render(release, model, plan_values, host, server, facts=facts)
     except sglang_flags.FlagError as exc:
         name = flag_variable(str(exc))
         problems.add(name, NOVALUE, 'the command line cannot be rendered: %s' % exc,

@@ -35,6 +35,8 @@ def table(models, gpu, release, max_gpus, current=None):
         row = dict(profile=name, family=None, tp=None, kv_tokens=None, max_running_requests=None, headroom_gib=None,
                    current=name == current, note=None)
         last = None
+        # The profile's architecture facts once, for every size tried.
+        facts = vram_plan.model_facts_once(model.get('config'), release)
         for tp in _sizes(max_gpus):
             try:
                 result = vram_plan.plan(
@@ -42,7 +44,7 @@ def table(models, gpu, release, max_gpus, current=None):
                     tp_size=tp, release=release, speculative_num_draft_tokens=spec.get('num_draft_tokens'),
                     speculative_num_steps=spec.get('num_steps'), speculative_eagle_topk=spec.get('eagle_topk'),
                     speculative_algorithm=spec.get('algorithm'),
-                    draft_model_config=(spec.get('draft') or {}).get('config'))
+                    draft_model_config=(spec.get('draft') or {}).get('config'), model_facts=facts)
             except vram_plan.PlanError as exc:
                 last = str(exc)
                 if exc.kind == 'architecture':

@@ -50,6 +50,7 @@ from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.server
     speculative_of,
 )
 from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.spec import BY_NAME, SERVING_SETTINGS
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan
 from ansible_collections.llmops.inference.plugins.module_utils.planner.vram_report import render_markdown, render_text
 
 SCHEMA = 1
@@ -242,6 +243,9 @@ def resolve_server(ctx, variant=None):
         elif value:
             check_release_choice(problems, release, name, value, key)
     draft, steps, draft_source, steps_source = speculative_of(settings, serving, sources)
+    # The profile config's architecture facts, once for this server: the speculative auto parameters, the plan and the
+    # command line read the same (None: a config they refuse, each with its own words, as before).
+    arch_facts = vram_plan.model_facts_once(model.get('config'), release)
     spec_profile = serving.get('speculative') or {}
     topk = spec_profile.get('eagle_topk')
     if (not draft and settings['llmops_speculative_num_draft_tokens'] is None and spec_profile.get('algorithm')
@@ -249,7 +253,7 @@ def resolve_server(ctx, variant=None):
         # The profile names the algorithm only: steps / topk / draft tokens as SGLang chooses them for the target
         # architecture (speculative_hook.py:1430-1461), rendered explicitly.
         try:
-            arch = config_facts(model.get('config'), release['architectures'])['arch']
+            arch = (arch_facts or config_facts(model.get('config'), release['architectures']))['arch']
             steps, topk, draft = sglang_layout.speculative_params(release, arch, spec_profile['algorithm'], steps, topk)
             draft_source = 'sglang default (auto for %s)' % arch
             steps_source = steps_source if settings['llmops_speculative_num_steps'] is not None else draft_source
@@ -275,7 +279,8 @@ def resolve_server(ctx, variant=None):
     if record['measured'] is not None:
         settings['llmops_plan_free_memory_before_load_gib'] = record['measured']['free_memory_before_load_gib']
     if not problems:
-        inputs = plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps, model_facts.get('path'))
+        inputs = plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps, model_facts.get('path'),
+                             arch_facts)
         plan, plan_error = run_plan(ctx, settings, inputs, problems)
         if plan is not None:
             if record['measured'] is not None:
@@ -289,7 +294,7 @@ def resolve_server(ctx, variant=None):
                              'read the plan (make plan, plan.md) and apply one of its recommendations, or set '
                              'llmops_plan_must_fit: false', kind='plan_fit')
             rendered = render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_facts, host_facts,
-                              indices, problems)
+                              indices, problems, arch_facts)
             flags = rendered['argv'] if rendered else None
             if rendered:
                 provenance = deployment_provenance.rows(dict(
