@@ -30,7 +30,8 @@ from xml.etree import ElementTree
 import pytest
 import yaml
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+from collection_paths import ROOT
+
 GITHUB = os.path.join(ROOT, 'extensions', 'ci', 'github-plan-gate.yml')
 GITLAB = os.path.join(ROOT, 'extensions', 'ci', 'gitlab-plan-gate.yml')
 TRIGGERS = ('inventories/', 'profiles/', 'galaxy.yml')

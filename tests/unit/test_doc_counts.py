@@ -11,7 +11,8 @@ import re
 
 import yaml
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+from collection_paths import ROOT
+
 STATED = re.compile(r'(\d+) cases(?: in `tests/fixtures/bad_inputs\.yml`|\))|The (\d+) cases of \[tests/fixtures/bad_inputs')
 
 

@@ -15,7 +15,8 @@ import os
 import re
 import sys
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from collection_paths import ROOT
+
 FENCE = re.compile(r'^(```|~~~).*?^\1[^\n]*$', re.S | re.M)
 # [text](target) and ![alt](target), the text allowing one level of nested brackets; an optional "title".
 LINK = re.compile(r'!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)')

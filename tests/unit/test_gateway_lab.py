@@ -21,7 +21,8 @@ import pytest
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import gateway_workers as gw
 from ansible_collections.llmops.inference.plugins.module_utils.bench import openai_checks
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from collection_paths import ROOT
+
 STANDIN = os.path.join(ROOT, 'tests', 'sglang', 'standin_server.py')
 _spec = importlib.util.spec_from_file_location('gateway_bench', os.path.join(ROOT, 'benchmarks', 'gateway_bench.py'))
 bench = importlib.util.module_from_spec(_spec)

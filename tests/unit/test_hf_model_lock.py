@@ -15,7 +15,8 @@ import re
 
 import yaml
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from collection_paths import ROOT
+
 ROLE = os.path.join(ROOT, 'roles', 'hf_model')
 
 _spec = importlib.util.spec_from_file_location('sglang_lock', os.path.join(ROOT, 'tests', 'tools', 'sglang_lock.py'))

@@ -24,7 +24,8 @@ import subprocess
 import pytest
 import yaml
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+from collection_paths import ROOT
+
 FIXTURE = os.path.join(ROOT, 'tests', 'fixtures', 'hf_configs', 'XiaomiMiMo__MiMo-7B-Base')
 NAME = 'mimo-7b-base'
 

@@ -17,7 +17,8 @@ import textwrap
 import pytest
 import yaml
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from collection_paths import ROOT
+
 SCRIPT = os.path.join(ROOT, 'tests', 'gpu', 'measure_startup_memory.py')
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures', 'startup_memory')
 

@@ -20,7 +20,9 @@ import sys
 
 import pytest
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+import collection_paths as cp
+from collection_paths import ROOT
+
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'tools'))
 
 import plan_console as pc  # noqa: E402  pylint: disable=wrong-import-position
@@ -216,13 +218,8 @@ def test_the_committed_picture_samples_are_what_make_plan_draws(build):
 
 def test_the_hint_of_make_profile_runs_as_printed(build):
     """profile_gen's hint for a profile without a TP size, run exactly as it prints it (for the example's model)."""
-    import yaml
     from ansible_collections.llmops.inference.plugins.module_utils.planner import profile_gen as pg
-    from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
-    with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as handle:
-        table = sr.load_table(yaml.safe_load(handle))
-    with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as handle:
-        release = sr.release(table, str(yaml.safe_load(handle)['version']))
+    release = cp.release()
     with open(os.path.join(ROOT, 'tests', 'fixtures', 'hf_configs', 'Qwen__Qwen3.5-122B-A10B', 'config.json')) as handle:
         config = json.load(handle)
     _profile, guesses = pg.generate({'config': config}, release, repo='Qwen/Qwen3.5-122B-A10B',

@@ -27,7 +27,8 @@ import sys
 import pytest
 import yaml
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from collection_paths import ROOT, pin_profile
+
 BIN = os.path.dirname(sys.executable)
 
 
@@ -134,7 +135,7 @@ def test_the_requirements_are_the_ones_the_files_state():
     pinned = re.search(r'^ansible-core==(\S+)$', read('requirements/dev.txt'), re.M).group(1)
     assert 'tested with ansible-core %s' % pinned in README, pinned
     assert load('galaxy.yml')['dependencies'] == {} and '`dependencies: {}`' in README
-    sglang = load('profiles/sglang.yml')
+    sglang = pin_profile()
     assert 'SGLang %s on the serving host\'s Python %s' % (sglang['version'], sglang['python'].replace('>=', '>= ')) in README
     lock = 'profiles/locks/sglang-%s-py3.11.txt' % sglang['version']
     runtime = re.search(r'^nvidia-cuda-runtime==(\d+)\.(\d+)\.\S+', read(lock), re.M)

@@ -14,7 +14,8 @@ import json
 import os
 import sys
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+from collection_paths import ROOT
+
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'tools'))
 
 import render_reference  # noqa: E402

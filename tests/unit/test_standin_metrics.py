@@ -18,17 +18,14 @@ from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
 import pytest
-import yaml
 
-ROOT = os.path.join(os.path.dirname(__file__), '..', '..')
+from collection_paths import PIN, ROOT, release_table_data
+
 STANDIN = os.path.join(ROOT, 'tests', 'sglang', 'standin_server.py')
 
 
 def catalogue(tmp_path):
-    with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as stream:
-        table = yaml.safe_load(stream)
-    with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as stream:
-        pin = yaml.safe_load(stream)['version']
+    table, pin = release_table_data(), PIN
     path = str(tmp_path / 'metrics.json')
     with open(path, 'w') as stream:
         json.dump(table['releases'][pin]['metrics'], stream)

@@ -17,7 +17,8 @@ import pytest
 from ansible_collections.llmops.inference.plugins.filter.deployment_summary import FilterModule
 from ansible_collections.llmops.inference.plugins.plugin_utils.views import deployment_summary as ds
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
+from collection_paths import ROOT
+
 summary = FilterModule().filters()['deployment_summary']
 
 

@@ -15,18 +15,14 @@ import os
 import shlex
 
 import pytest
-import yaml
 
 from ansible_collections.llmops.inference.plugins.filter.profile_hints import FilterModule
 from ansible_collections.llmops.inference.plugins.module_utils.planner import profile_gen as pg
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
+from collection_paths import ROOT, release
+
 CONFIGS = os.path.join(ROOT, 'tests', 'fixtures', 'hf_configs')
-with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as _handle:
-    TABLE = sr.load_table(yaml.safe_load(_handle))
-with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as _handle:
-    RELEASE = sr.release(TABLE, str(yaml.safe_load(_handle)['version']))
+RELEASE = release()
 hints = FilterModule().filters()['profile_hints']
 MODELS = os.path.join(ROOT, 'profiles', 'models')
 

@@ -20,7 +20,6 @@ from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolv
 from collection_paths import ROOT
 
 
-
 def _load(name, path):
     spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, *path))
     module = importlib.util.module_from_spec(spec)

@@ -15,9 +15,9 @@ import json
 import os
 
 import pytest
-import yaml
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+from collection_paths import PIN, ROOT
+
 REFERENCE = os.path.join(ROOT, 'tests', 'fixtures', 'oracle', 'reference.json')
 
 
@@ -40,8 +40,7 @@ def grid_cases(tmp_path_factory):
 
 
 def test_reference_is_the_pinned_release_and_the_whole_subset():
-    with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as handle:
-        pin = yaml.safe_load(handle)['version']
+    pin = PIN
     assert REF['sglang_version'] == pin, 'reference.json was generated with sglang %s, the pin is %s: regenerate it ' \
         '(benchmarks/oracle_grid.py --write-reference in the lab venv)' % (REF['sglang_version'], pin)
     assert [c['id'] for c in REF['cases']] == list(GRID.SUBSET)

@@ -20,7 +20,8 @@ from module_harness import AnsibleExitJson, AnsibleFailJson, run
 
 from ansible_collections.llmops.inference.plugins.modules import proxmox_vm_hostpci
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..', '..'))
+from collection_paths import ROOT
+
 LAB = os.path.join(ROOT, 'extensions', 'molecule', 'lxc_gpu', 'files')
 # The stand-in is a plain script (qm.py, no interpreter line); the lab installs it as qm, the tests run it through a
 # wrapper with this interpreter (the pve fixture sets QM).
