@@ -155,6 +155,16 @@ _STARTUP_PLACES = ('/opt/standin/share/sglang-startup.log',
                                 STARTUP_LOG))
 
 
+# The release the replayed file was recorded from (its header: "# SGLang X start-up lines ..."): what the stand-in
+# answers as its version, as that release's server would (main() fills it).
+RECORDED = {}
+
+
+def recorded_release(text):
+    match = re.search(r'^# SGLang (\S+) start-up lines', text, re.M)
+    return match.group(1) if match else None
+
+
 def startup_lines(args, begin):
     """The replayed start-up lines: the file's, for this TP size (ranks beyond it dropped), the parallel milestone in
     the wording asked for, and the scheduler line stating what SGLang would state for this command line: the
@@ -162,7 +172,9 @@ def startup_lines(args, begin):
     it was given."""
     path = os.environ.get('SGLANG_STANDIN_STARTUP_LOG') or next(p for p in _STARTUP_PLACES if os.path.exists(p))
     with open(path) as stream:
-        lines = [line for line in stream.read().splitlines() if line.strip() and not line.startswith('#')]
+        text = stream.read()
+    RECORDED['version'] = recorded_release(text)
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith('#')]
     tp = max(1, int(args.tp_size))
     out = []
     for line in lines:
@@ -345,8 +357,8 @@ def make_handler(args):
                 with LOCK:
                     running = STATE['inflight']
                 return self._send(200, {'timestamp': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
-                                        'version': '0.5.23', 'loads': [{'dp_rank': 0, 'num_running_reqs': running,
-                                                                        'num_waiting_reqs': 0}]})
+                                        'version': RECORDED.get('version'),
+                                        'loads': [{'dp_rank': 0, 'num_running_reqs': running, 'num_waiting_reqs': 0}]})
             return self._send(404, {'detail': 'Not Found'})
 
         def do_POST(self):  # noqa: N802 -- http.server API

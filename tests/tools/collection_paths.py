@@ -12,7 +12,8 @@ Import it instead of working out the checkout's root or opening profiles/ yourse
   (``'tests', 'tools'`` from benchmarks/); tests/tools' own scripts import it as they are.
 
 Importing it also puts the checkout's .collections/ on sys.path (as tests/unit/conftest.py does), so
-``ansible_collections.llmops.inference`` is this checkout in any interpreter that has PyYAML.
+``ansible_collections.llmops.inference`` is this checkout in any interpreter that has PyYAML (a script that must run
+with the standard library alone, like tests/gpu/run_p2p_check.py on a bare GPU host, keeps its own path).
 
 - ``ROOT``: the collection root (absolute, normalised); ``PROFILES``: its profiles/.
 - ``PIN``: ``version`` of profiles/sglang.yml, normalised as the collection does (release.normalize_version). A test
@@ -42,7 +43,11 @@ PROFILES = os.path.join(ROOT, 'profiles')
 PIN_FILE = os.path.join(PROFILES, 'sglang.yml')
 TABLE_FILE = os.path.join(PROFILES, 'sglang_releases.yml')
 
+# The checkout's .collections link tree; in a copy that already sits in an ansible_collections tree (ansible-test's),
+# the directory above that tree.
 _COLLECTIONS = os.path.join(ROOT, '.collections')
+if not os.path.isdir(_COLLECTIONS) and ROOT.endswith(os.path.join(os.sep, 'ansible_collections', 'llmops', 'inference')):
+    _COLLECTIONS = os.path.dirname(os.path.dirname(os.path.dirname(ROOT)))
 if os.path.isdir(_COLLECTIONS) and _COLLECTIONS not in sys.path:
     sys.path.insert(0, _COLLECTIONS)
 

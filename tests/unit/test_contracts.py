@@ -18,7 +18,8 @@ import subprocess
 
 import yaml
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from collection_paths import PIN, ROOT
+
 SELF = os.path.relpath(os.path.abspath(__file__), ROOT)
 
 
@@ -41,13 +42,9 @@ def text(path):
         return ''
 
 
-def pin():
-    with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as handle:
-        return yaml.safe_load(handle)['version']
-
-
 def test_the_pin_is_written_in_profiles_only():
-    literal = re.compile(r'(?<![0-9.])%s(?![0-9])' % re.escape(pin()))
+    literal = re.compile(r'(?<![0-9.])%s(?![0-9])' % re.escape(PIN))
+    # tests/: recorded data and prose only, as tests/unit/test_pin_literals.py checks.
     allowed = ('profiles/', 'docs/', 'changelogs/', 'tests/', 'README.md')
     # An inventory's approved plan (make plan-accept, docs/ci.md) is generated: it records the version it planned for.
     offenders = [p for p in shipped_files() if not p.startswith(allowed) and not p.endswith('/.plan-approved.json')

@@ -4,6 +4,7 @@
 """The playbook runs of runme.sh (json callback), case by case: what each node's modules returned."""
 
 import json
+import os
 import re
 import sys
 
@@ -75,7 +76,10 @@ def main(case, path, *args):
         # Bounded: the probe gave up at its deadline (20 s), not at a TCP timeout of minutes.
         assert probe['seconds'] <= 25, probe['seconds']
     elif case == 'mismatch':
-        refused(path, 'tp-node-b (rank 1): SGLang missing in', 'the head tp-node-a has 0.5.23')
+        # The head runs the lab venv of the pin: args[0] is the collection root (tests/tools/collection_paths.py).
+        sys.path.insert(0, os.path.join(args[0], 'tests', 'tools'))
+        from collection_paths import PIN  # pylint: disable=import-outside-toplevel
+        refused(path, 'tp-node-b (rank 1): SGLang missing in', 'the head tp-node-a has %s' % PIN)
     else:
         raise SystemExit('unknown case %s' % case)
     return 0

@@ -134,6 +134,6 @@ ip netns exec "$ns_a" iptables -D INPUT -p tcp --dport "$port" -j DROP
 export TP_IT_OTHER_VENV="$state/other-venv"
 if run mismatch always,preflight; then echo "the preflight passed with another virtualenv on node b" >&2; exit 1; fi
 unset TP_IT_OTHER_VENV
-"$python" "$here/check_runs.py" mismatch "$state/mismatch.json"
+"$python" "$here/check_runs.py" mismatch "$state/mismatch.json" "$root"
 
 log "all cases passed in $((SECONDS - started)) s"
