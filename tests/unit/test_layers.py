@@ -48,7 +48,7 @@ KIND_MAY_IMPORT = {
 
 
 def python_files(plugins):
-    for directory, _, names in os.walk(plugins):
+    for directory, _subdirs, names in os.walk(plugins):
         for name in sorted(names):
             if name.endswith('.py'):
                 yield os.path.relpath(os.path.join(directory, name), plugins)
@@ -127,8 +127,8 @@ def rule_broken(source_rel, target_rel):
     source_kind, source_folder = folder(source_rel)
     target_kind, target_folder = folder(target_rel)
     if target_kind not in KIND_MAY_IMPORT.get(source_kind, set()):
-        return '%s may import only %s' % (source_kind, ', '.join(sorted(KIND_MAY_IMPORT.get(source_kind, ()))) or
-                                            'nothing of the collection')
+        allowed = ', '.join(sorted(KIND_MAY_IMPORT.get(source_kind, ()))) or 'nothing of the collection'
+        return '%s may import only %s' % (source_kind, allowed)
     for one, other in NEVER_TOGETHER:
         names = {source_rel[:-3].split(os.sep, 1)[1], target_rel[:-3].split(os.sep, 1)[1], source_folder, target_folder}
         if one in names and other in names and source_kind == target_kind == 'module_utils':
@@ -195,7 +195,7 @@ def test_no_cycle_between_files():
     plugins = os.path.join(ROOT, 'plugins')
     graph = {}
     for rel in python_files(plugins):
-        graph[rel] = {target_file(plugins, d) for _, d in collection_imports(os.path.join(plugins, rel))} - {None}
+        graph[rel] = {target_file(plugins, d) for _line, d in collection_imports(os.path.join(plugins, rel))} - {None}
     state = {}
 
     def visit(node, trail):
