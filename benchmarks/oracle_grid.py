@@ -41,12 +41,12 @@ import time
 
 import yaml
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..'))
-sys.path.insert(0, os.path.join(ROOT, '.collections'))
+# tests/tools/collection_paths.py: ROOT, the pin, the release table; it puts the checkout's .collections on sys.path.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests', 'tools'))
+from collection_paths import ROOT, release  # noqa: E402  pylint: disable=wrong-import-position
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'oracle'))
 
 from ansible_collections.llmops.inference.plugins.module_utils.planner import profile_gen  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts  # noqa: E402
 
@@ -96,12 +96,6 @@ SUBSET = (
 def load_yaml(path):
     with open(path) as handle:
         return yaml.safe_load(handle)
-
-
-def release():
-    table = load_yaml(os.path.join(ROOT, 'profiles', 'sglang_releases.yml'))
-    pin = load_yaml(os.path.join(ROOT, 'profiles', 'sglang.yml'))['version']
-    return sglang_release.release(table, pin)
 
 
 def gpus():

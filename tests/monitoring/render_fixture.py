@@ -17,23 +17,17 @@ import json
 import os
 import sys
 
-import yaml
-
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
-sys.path.insert(0, os.path.join(ROOT, '.collections'))
+# tests/tools/collection_paths.py: ROOT, the pin, the release table; it puts the checkout's .collections on sys.path.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tools'))
+from collection_paths import PIN, release  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import dashboard as dash  # noqa: E402
 from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import prometheus as prom  # noqa: E402
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release  # noqa: E402
 
 
 def release_names():
-    with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as stream:
-        table = yaml.safe_load(stream)
-    with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as stream:
-        pin = yaml.safe_load(stream)['version']
-    families = sglang_release.release(table, pin)['metrics']['families']
-    return pin, dict((key, family['name']) for key, family in families.items())
+    families = release()['metrics']['families']
+    return PIN, dict((key, family['name']) for key, family in families.items())
 
 
 def deployments(pin, names):

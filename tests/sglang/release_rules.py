@@ -15,7 +15,8 @@ import json
 import os
 import types
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from collection_paths import ROOT  # test_parser.py puts tests/tools on sys.path
+
 TEMPLATES = os.path.join(ROOT, 'tests', 'fixtures', 'chat_templates')
 
 

@@ -32,8 +32,9 @@ from functools import lru_cache
 
 import yaml  # SGLang depends on PyYAML, so the venv has it
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-sys.path.insert(0, os.path.join(ROOT, '.collections'))
+# tests/tools/collection_paths.py: ROOT, the pin, the release table; it puts the checkout's .collections on sys.path.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tools'))
+from collection_paths import ROOT, release_table_data  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import defaults as sglang_defaults  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags as sglang_flags  # noqa: E402
@@ -394,8 +395,7 @@ def check_prechecks(release, source, out):
 
 def main():
     import importlib.metadata
-    with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as stream:
-        table = yaml.safe_load(stream)
+    table = release_table_data()
     release = sglang_release.release(table, importlib.metadata.version('sglang'))
     found = origins(site_packages())
     out = []

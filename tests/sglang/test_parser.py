@@ -20,10 +20,11 @@ import tempfile
 
 import yaml  # SGLang depends on PyYAML, so the venv has it
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 # The module_utils import each other as ansible_collections.llmops.inference.plugins.module_utils.*: the checkout's
-# .collections tree (a symlink to the checkout) makes that importable without Ansible in this venv.
-sys.path.insert(0, os.path.join(ROOT, '.collections'))
+# .collections tree (a symlink to the checkout) makes that importable without Ansible in this venv; importing
+# tests/tools/collection_paths.py (ROOT, the release table) puts it on sys.path.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tools'))
+from collection_paths import ROOT, release_table_data  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import flags  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release  # noqa: E402
@@ -43,8 +44,7 @@ import release_rules  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def table():
-    with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as stream:
-        return yaml.safe_load(stream)
+    return release_table_data()
 
 
 def parser_choices():
@@ -107,7 +107,7 @@ def architectures_match_source(release):
         if name.endswith('.py'):
             with open(os.path.join(models_dir, name), encoding='utf-8', errors='replace') as stream:
                 models += stream.read()
-    with open(os.path.join(package, 'srt', 'configs', 'module_utils/model/config.py'), encoding='utf-8') as stream:
+    with open(os.path.join(package, 'srt', 'configs', 'model_config.py'), encoding='utf-8') as stream:
         model_config = stream.read()
     for family in ('gqa', 'mla', 'hybrid_swa'):
         absent = sorted(n for n in arch[family] if not re.search(r'^class %s\(' % re.escape(n), models, re.M))

@@ -25,12 +25,10 @@ import os
 import sys
 import warnings
 
-import yaml  # SGLang depends on PyYAML, so the venv has it
+# tests/tools/collection_paths.py: ROOT, the pin, the release table; it puts the checkout's .collections on sys.path.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tools'))
+from collection_paths import ROOT, release  # noqa: E402  pylint: disable=wrong-import-position
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-sys.path.insert(0, os.path.join(ROOT, '.collections'))
-
-from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp  # noqa: E402
 
 TPS = (1, 2, 4, 8)
@@ -41,13 +39,6 @@ CPU_UNREADABLE = {
     'openai__gpt-oss-120b': 'Unknown quantization method: mxfp4',
     'openai__gpt-oss-20b': 'Unknown quantization method: mxfp4',
 }
-
-
-def release():
-    with open(os.path.join(ROOT, 'profiles', 'sglang_releases.yml')) as stream:
-        table = sr.load_table(yaml.safe_load(stream))
-    with open(os.path.join(ROOT, 'profiles', 'sglang.yml')) as stream:
-        return sr.release(table, str(yaml.safe_load(stream)['version']))
 
 
 def sglang_facts(path):

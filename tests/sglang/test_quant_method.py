@@ -13,8 +13,9 @@ import json
 import os
 import sys
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
-sys.path.insert(0, os.path.join(ROOT, '.collections'))
+# tests/tools/collection_paths.py: ROOT, the pin, the release table; it puts the checkout's .collections on sys.path.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tools'))
+from collection_paths import ROOT  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import sglang_quant_method  # noqa: E402
 
