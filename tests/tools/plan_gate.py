@@ -37,7 +37,7 @@ from xml.sax.saxutils import escape as xml_escape
 
 import yaml
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+from collection_paths import ROOT  # noqa: E402  (a sibling file: ROOT, the pin, the release table)
 SCHEMA = 1
 REFERENCE_NAME = '.plan-approved.json'
 EXIT_OK, EXIT_CHANGED, EXIT_REFUSED, EXIT_ERROR = 0, 1, 2, 3

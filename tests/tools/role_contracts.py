@@ -19,7 +19,7 @@ import sys
 
 import yaml
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+from collection_paths import ROOT  # noqa: E402  (a sibling file: ROOT, the pin, the release table)
 ROLE_OPTIONS = os.path.join(ROOT, 'plugins', 'plugin_utils', 'actions', 'role_options.py')
 DEPLOYMENT_SPEC = os.path.join(ROOT, 'roles', 'deployment', 'meta', 'argument_specs.yml')
 

@@ -24,7 +24,7 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import role_contracts  # noqa: E402  (a sibling file, not a package)
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..'))
+from collection_paths import ROOT  # noqa: E402  (a sibling file: ROOT, the pin, the release table)
 OUTPUT = os.path.join(ROOT, 'docs', 'reference.md')
 
 

@@ -15,7 +15,8 @@ import shutil
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+from collection_paths import ROOT
+
 PREFIX = 'ansible_collections.llmops.inference.plugins.'
 
 # Floors of module_utils: a folder may import its own files and any folder on a lower floor.
