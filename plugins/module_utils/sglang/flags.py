@@ -157,12 +157,36 @@ def render(release, model, plan=None, host=None, server=None, facts=None):
     mamba_strategy, rules, quantization (format, method, render, defaults of the release's rules, or None)).
     Raises FlagError for inputs that cannot be rendered at all (including a value that is not one of the release's
     argparse choices).
+
+    The sections run in the order of the command line, each on the one render state ``r`` (_render_inputs):
+    server and parallelism, speculative decoding, the mamba strategy, the memory plan, GPUs and NCCL, extra
+    arguments, then the start-up pre-checks.
     """
+    r = _render_inputs(release, model, plan, host, server, facts)
+    _render_server(r)
+    _render_speculative(r)
+    _render_mamba(r)
+    _render_memory(r)
+    _render_gpus(r)
+    _render_extra(r)
+    r['preflight'].extend(preflight_checks(release, r['facts'], dict(
+        tp=r['tp'], pp=r['pp'], nnodes=r['nnodes'], node_rank=r['node_rank'], served=r['served'],
+        page_size=r['page_size'], chunked=planned(r['server'], r['plan'], 'chunked_prefill_size'),
+        context=r['context'], spec=r['spec'], attention_backend=r['attention_backend'],
+        compute_capability=r['host'].get('compute_capability'), env=r['env'], draft_config=r['draft_config'])))
+
+    out_rules = dict((k, v) for k, v in r['rules'].items() if k != 'mamba_choices')
+    out_rules['version'] = r['version']
+    return dict(version=r['version'], argv=r['argv'], env=r['env'], warnings=r['warnings'], notes=r['notes'],
+                preflight=r['preflight'], speculative=r['spec'], nccl_p2p_disable=r['disable_p2p'],
+                nccl_p2p_reason=r['p2p_reason'], mamba_strategy=r['strategy'], rules=out_rules,
+                quantization=r['quant']['resolved'])
+
+
+def _render_inputs(release, model, plan, host, server, facts):
+    """The render state: the inputs, the values every section reads, and the lists the sections fill."""
     if not isinstance(release, dict) or not release.get('flags') or not release.get('defaults'):
         raise FlagError('release is required: sglang_release.release(table, version) of profiles/sglang_releases.yml')
-    version = release['version']
-    rules = release['flags']
-    defaults = release['defaults']
     plan = plan or {}
     host = host or {}
     server = dict(server or {})
@@ -177,31 +201,40 @@ def render(release, model, plan=None, host=None, server=None, facts=None):
     tp = int(pick(server.get('tp_size'), serving.get('tp_size'), 1))
     pp = int(pick(server.get('pp_size'), 1))
     nnodes = int(pick(host.get('nnodes'), 1))
-    node_rank = host.get('node_rank')
     try:
         spec = speculative_settings(model, server.get('speculative_num_draft_tokens'),
                                     server.get('speculative_num_steps'), server.get('speculative_eagle_topk'),
                                     server.get('speculative_algorithm'), release, facts['arch'])
     except LayoutError as exc:
         raise FlagError(str(exc))
-    radix = pick(server.get('radix_cache'), True)
-    page_size = pick(server.get('page_size'), plan.get('page_size_explicit'))
-    chunked = server.get('chunked_prefill_size')
-    attention_backend = server.get('attention_backend')
     quant = quantization_flags(release, model, host, server, warnings, notes, preflight)
-    quantization = quant['quantization']
+    attention_backend = server.get('attention_backend')
     values = dict(reasoning_parser=pick(server.get('reasoning_parser'), serving.get('reasoning_parser')),
                   tool_call_parser=pick(server.get('tool_call_parser'), serving.get('tool_call_parser')),
-                  quantization=quantization, kv_cache_dtype=server.get('kv_cache_dtype'),
+                  quantization=quant['quantization'], kv_cache_dtype=server.get('kv_cache_dtype'),
                   mamba_ssm_dtype=server.get('mamba_ssm_dtype'), attention_backend=attention_backend)
     for option, dummy in _CHOICE_FLAGS:
         # "auto" of the dtype options renders nothing (SGLang's default), so it needs no choice of its own.
         if values[option] and not (option in ('kv_cache_dtype', 'mamba_ssm_dtype') and values[option] == 'auto'):
             _choice(release, option, values[option])
+    return dict(
+        release=release, version=release['version'], rules=release['flags'], defaults=release['defaults'],
+        model=model, plan=plan, host=host, server=server, facts=facts, serving=serving,
+        warnings=warnings, notes=notes, preflight=preflight, argv=[], env={},
+        model_path=model_path, served=served, tp=tp, pp=pp, nnodes=nnodes, node_rank=host.get('node_rank'), spec=spec,
+        radix=pick(server.get('radix_cache'), True),
+        page_size=pick(server.get('page_size'), plan.get('page_size_explicit')),
+        chunked=server.get('chunked_prefill_size'), attention_backend=attention_backend, quant=quant,
+        values=values, draft_config=None, context=None, strategy=None, disable_p2p=None, p2p_reason=None)
 
-    argv = ['--model-path', str(model_path)]
-    if served:
-        argv += ['--served-model-name', str(served)]
+
+def _render_server(r):
+    """The checkpoint, the served name, where it listens, TP / DP / PP, the nodes, quantization and the parsers."""
+    server, host, argv, preflight = r['server'], r['host'], r['argv'], r['preflight']
+    tp, pp, nnodes, node_rank = r['tp'], r['pp'], r['nnodes'], r['node_rank']
+    argv += ['--model-path', str(r['model_path'])]
+    if r['served']:
+        argv += ['--served-model-name', str(r['served'])]
     argv += ['--host', str(pick(server.get('host'), '127.0.0.1')), '--port', str(int(pick(server.get('port'), 30000)))]
     argv += ['--tp-size', str(tp)]
     # DP attention (arg_groups/parallel_hook.py:39-61 rewrites --dp-size N --enable-dp-attention to attn_dp_size N).
@@ -225,18 +258,22 @@ def render(release, model, plan=None, host=None, server=None, facts=None):
                  str(host['dist_init_addr'])]
         if host.get('dist_timeout') is not None:
             argv += ['--dist-timeout', str(int(host['dist_timeout']))]
+    quantization = r['quant']['quantization']
     if quantization:
         argv += ['--quantization', str(quantization)]
-    for flag, value in sorted(quant['render'].items()):
+    for flag, value in sorted(r['quant']['render'].items()):
         argv += [flag, str(value)]
     for key, flag in (('reasoning_parser', '--reasoning-parser'), ('tool_call_parser', '--tool-call-parser')):
-        if values[key]:
-            argv += [flag, str(values[key])]
+        if r['values'][key]:
+            argv += [flag, str(r['values'][key])]
 
-    # Speculative decoding (MTP). NEXTN 3/1/4 is also SGLang's auto choice for Qwen3.5; rendered explicitly so the
-    # unit says what runs.
-    draft_path = server.get('speculative_draft_model_path')
-    draft_config = (((serving.get('speculative') or {}).get('draft') or {}).get('config')) if spec else None
+
+def _render_speculative(r):
+    """Speculative decoding (MTP). NEXTN 3/1/4 is also SGLang's auto choice for Qwen3.5; rendered explicitly so the
+    unit says what runs."""
+    spec, facts, preflight, argv = r['spec'], r['facts'], r['preflight'], r['argv']
+    draft_path = r['server'].get('speculative_draft_model_path')
+    r['draft_config'] = (((r['serving'].get('speculative') or {}).get('draft') or {}).get('config')) if spec else None
     if spec and spec['algorithm'].upper() == 'EAGLE3':
         # EAGLE-3 loads its own draft checkpoint: --speculative-draft-model-path (speculative_hook.py has no
         # built-in EAGLE-3 head for any target).
@@ -253,66 +290,75 @@ def render(release, model, plan=None, host=None, server=None, facts=None):
         if spec['eagle_topk'] == 1 and spec['num_draft_tokens'] != spec['num_steps'] + 1:
             # speculative_hook._handle_eagle_family: with topk 1 the draft tokens are steps + 1 whatever is asked;
             # the unit states what runs (and the plan plans it).
-            notes.append('with --speculative-eagle-topk 1 SGLang forces --speculative-num-draft-tokens to steps + 1: '
-                         'rendered %d instead of the %d asked for' % (spec['num_steps'] + 1, spec['num_draft_tokens']))
-            spec = dict(spec, num_draft_tokens=spec['num_steps'] + 1)
+            r['notes'].append('with --speculative-eagle-topk 1 SGLang forces --speculative-num-draft-tokens to steps '
+                              '+ 1: rendered %d instead of the %d asked for'
+                              % (spec['num_steps'] + 1, spec['num_draft_tokens']))
+            spec = r['spec'] = dict(spec, num_draft_tokens=spec['num_steps'] + 1)
         argv += ['--speculative-algorithm', spec['algorithm'], '--speculative-num-steps', str(spec['num_steps']),
                  '--speculative-eagle-topk', str(spec['eagle_topk']),
                  '--speculative-num-draft-tokens', str(spec['num_draft_tokens'])]
         if draft_path and spec['algorithm'].upper() == 'EAGLE3':
             argv += ['--speculative-draft-model-path', str(draft_path)]
 
-    # Hybrid GDN models: the mamba radix-cache strategy as the release resolves it (the planner's resolution), under
-    # the name this release uses, always explicit with the radix cache on so the unit says what runs; the overlap
-    # schedule goes off when that resolution turns it off.
+
+def _render_mamba(r):
+    """Hybrid GDN models: the mamba radix-cache strategy as the release resolves it (the planner's resolution), under
+    the name this release uses, always explicit with the radix cache on so the unit says what runs; the overlap
+    schedule goes off when that resolution turns it off."""
+    server, spec, argv = r['server'], r['spec'], r['argv']
     try:
-        mamba = resolve_mamba_strategy(release, facts, server.get('mamba_strategy') or 'auto', radix,
-                                       bool(server.get('disable_overlap_schedule')), page_size,
-                                       spec['num_draft_tokens'] if spec else 0, attention_backend)
+        mamba = resolve_mamba_strategy(r['release'], r['facts'], server.get('mamba_strategy') or 'auto', r['radix'],
+                                       bool(server.get('disable_overlap_schedule')), r['page_size'],
+                                       spec['num_draft_tokens'] if spec else 0, r['attention_backend'])
     except ReleaseError as exc:
         raise FlagError(str(exc))
-    strategy = mamba['strategy']
-    preflight.extend(mamba['refusals'])
-    notes.extend(mamba['notes'])
+    strategy = r['strategy'] = mamba['strategy']
+    r['preflight'].extend(mamba['refusals'])
+    r['notes'].extend(mamba['notes'])
     if strategy:
-        argv += [rules['mamba_flag'], strategy]
-    if facts['hybrid']:
+        argv += [r['rules']['mamba_flag'], strategy]
+    if r['facts']['hybrid']:
         # kv_cache_configurator.py:3303-3324 (slots, split over DP workers) and :3345-3356 (the pool's share).
         if server.get('max_mamba_cache_size') is not None:
             argv += ['--max-mamba-cache-size', str(int(server['max_mamba_cache_size']))]
         if server.get('mamba_full_memory_ratio') is not None:
             argv += ['--mamba-full-memory-ratio', ('%.4f' % float(server['mamba_full_memory_ratio'])).rstrip('0').rstrip('.')]
-    if not radix:
+    if not r['radix']:
         argv += ['--disable-radix-cache']
     if mamba['disable_overlap_schedule']:
         argv += ['--disable-overlap-schedule']
 
-    # Memory plan: the plan's values. max_running_requests only when the operator asked for one (the resolver passes
-    # it capped by the plan); unset, SGLang's own choice stands and the plan reports it.
+
+def _render_memory(r):
+    """Memory plan: the plan's values. max_running_requests only when the operator asked for one (the resolver passes
+    it capped by the plan); unset, SGLang's own choice stands and the plan reports it. Then the dtypes, the attention
+    backend, the watchdog and the metrics."""
+    server, plan, argv = r['server'], r['plan'], r['argv']
     running = planned(server, plan, 'max_running_requests')
     if running is not None:
         argv += ['--max-running-requests', str(int(running))]
-    elif spec and plan.get('max_running_requests_bound_by') in (None, 'speculative_default'):
-        spec_default = defaults['speculative_max_running_requests']
-        warnings.append('no --max-running-requests: SGLang %s resets it to %d for speculative decoding ("Max running '
-                        'requests is reset to %d for speculative decoding..."), then caps it by the pools; set '
-                        'llmops_max_running_requests for more' % (version, spec_default, spec_default))
+    elif r['spec'] and plan.get('max_running_requests_bound_by') in (None, 'speculative_default'):
+        spec_default = r['defaults']['speculative_max_running_requests']
+        r['warnings'].append('no --max-running-requests: SGLang %s resets it to %d for speculative decoding ("Max '
+                             'running requests is reset to %d for speculative decoding..."), then caps it by the '
+                             'pools; set llmops_max_running_requests for more'
+                             % (r['version'], spec_default, spec_default))
     fraction = planned(server, plan, 'mem_fraction_static')
     if fraction is not None:
         fraction = float(fraction)
         if not 0.0 < fraction < 1.0:
             raise FlagError('mem_fraction_static %s is outside (0, 1)' % fraction)
         argv += ['--mem-fraction-static', ('%.4f' % fraction).rstrip('0').rstrip('.')]
-    context = planned(server, plan, 'context_length')
+    context = r['context'] = planned(server, plan, 'context_length')
     if context is not None:
         argv += ['--context-length', str(int(context))]
-    if page_size is not None:
-        argv += ['--page-size', str(int(page_size))]
-    if chunked is not None:
-        argv += ['--chunked-prefill-size', str(int(chunked))]
+    if r['page_size'] is not None:
+        argv += ['--page-size', str(int(r['page_size']))]
+    if r['chunked'] is not None:
+        argv += ['--chunked-prefill-size', str(int(r['chunked']))]
     for key, flag in (('kv_cache_dtype', '--kv-cache-dtype'), ('mamba_ssm_dtype', '--mamba-ssm-dtype'),
                       ('attention_backend', '--attention-backend')):
-        value = values[key]
+        value = r['values'][key]
         if value and value != 'auto':
             argv += [flag, str(value)]
     if server.get('watchdog_timeout') is not None:
@@ -320,8 +366,12 @@ def render(release, model, plan=None, host=None, server=None, facts=None):
     if server.get('enable_metrics'):
         argv += ['--enable-metrics']
 
-    # GPUs and NCCL.
-    env = {}
+
+def _render_gpus(r):
+    """GPUs and NCCL: CUDA_VISIBLE_DEVICES in nvidia-smi order, the GPU count per node, the P2P decision, the
+    speculative v2 switch, unbuffered output and a group node's network environment."""
+    host, env, rules, preflight = r['host'], r['env'], r['rules'], r['preflight']
+    tp, pp, nnodes = r['tp'], r['pp'], r['nnodes']
     indices = host.get('gpu_indices')
     if indices:
         bad = [str(i) for i in indices if not re.match(r'^\d+$', str(i).strip())]
@@ -342,8 +392,9 @@ def render(release, model, plan=None, host=None, server=None, facts=None):
                    'CUDA_VISIBLE_DEVICES lists %d.' % (tp, pp, nnodes, per_node, len(indices)),
                    'List %d GPU indices in llmops_gpu_indices or lower the TP size.'
                    % per_node)
-    disable_p2p, p2p_reason = nccl_p2p_disable(server.get('nccl_p2p_disable'), host.get('p2p_verdict'),
+    disable_p2p, p2p_reason = nccl_p2p_disable(r['server'].get('nccl_p2p_disable'), host.get('p2p_verdict'),
                                                host.get('p2p_trusted'), host.get('sev_snp'), tp * pp)
+    r['disable_p2p'], r['p2p_reason'] = disable_p2p, p2p_reason
     if host.get('p2p_verdict') == 'nccl_broken':
         _check(preflight, 'nccl_broken', 'gpu_p2p_check verdict nccl_broken: the NCCL all-reduce failed both with '
                'and without P2P.', 'Fix NCCL on the host first (llmops.inference.gpu_p2p_check return values say '
@@ -351,10 +402,11 @@ def render(release, model, plan=None, host=None, server=None, facts=None):
     if disable_p2p:
         env['NCCL_P2P_DISABLE'] = '1'
         # Custom all-reduce uses CUDA IPC peer access and ignores NCCL_P2P_DISABLE.
-        if tp * pp > 1 and '--disable-custom-all-reduce' not in argv:
-            argv += ['--disable-custom-all-reduce']
-        notes.append('NCCL_P2P_DISABLE=1: %s; NCCL falls back to shared memory, so /dev/shm must be large' % p2p_reason)
-    if spec and facts['hybrid'] and rules['spec_v2_env'] == 'required':
+        if tp * pp > 1 and '--disable-custom-all-reduce' not in r['argv']:
+            r['argv'] += ['--disable-custom-all-reduce']
+        r['notes'].append('NCCL_P2P_DISABLE=1: %s; NCCL falls back to shared memory, so /dev/shm must be large'
+                          % p2p_reason)
+    if r['spec'] and r['facts']['hybrid'] and rules['spec_v2_env'] == 'required':
         env['SGLANG_ENABLE_SPEC_V2'] = '1'
     # Unbuffered stdout: journald (and the readiness check's stall detector) sees each line when it is printed.
     env['PYTHONUNBUFFERED'] = '1'
@@ -362,35 +414,29 @@ def render(release, model, plan=None, host=None, server=None, facts=None):
     for key, value in sorted((host.get('node_env') or {}).items()):
         env[str(key)] = str(value)
 
-    extra = [str(a) for a in (serving.get('extra_args') or [])] + [str(a) for a in (server.get('extra_args') or [])]
+
+def _render_extra(r):
+    """The profile's and the operator's extra arguments (full flag names, never --api-key) and environment."""
+    server, rules, env = r['server'], r['rules'], r['env']
+    extra = ([str(a) for a in (r['serving'].get('extra_args') or [])]
+             + [str(a) for a in (server.get('extra_args') or [])])
     for arg in extra:
         if arg.startswith('--') and '=' not in arg:
             if arg in _ABBREVIATIONS:
                 raise FlagError('extra argument %s: use the full flag name (%s)' % (arg, _ABBREVIATIONS[arg]))
             if arg in _MAMBA_FLAG_NAMES and arg != rules['mamba_flag']:
                 raise FlagError('extra argument %s: use the full flag name of sglang %s (%s)'
-                                % (arg, version, rules['mamba_flag'] or 'none: the release has no mamba strategy'))
+                                % (arg, r['version'], rules['mamba_flag'] or 'none: the release has no mamba strategy'))
         if arg == '--api-key' or arg.startswith('--api-key='):
             raise FlagError('--api-key must not be an extra argument: it would be visible in the unit, the process '
                             'command line and the logs; set llmops_api_key (SGLANG_API_KEY)')
-    argv += extra
+    r['argv'] += extra
     if server.get('extra_env'):
         for key, value in sorted(server['extra_env'].items()):
             env[str(key)] = str(value)
     if rules['spec_v2_env'] == 'removed' and 'SGLANG_ENABLE_SPEC_V2' in env:
-        warnings.append('SGLANG_ENABLE_SPEC_V2 was removed in sglang %s; setting it only prints a warning' % version)
-
-    preflight.extend(preflight_checks(release, facts, dict(
-        tp=tp, pp=pp, nnodes=nnodes, node_rank=node_rank, served=served, page_size=page_size,
-        chunked=planned(server, plan, 'chunked_prefill_size'), context=context, spec=spec,
-        attention_backend=attention_backend, compute_capability=host.get('compute_capability'), env=env,
-        draft_config=draft_config)))
-
-    out_rules = dict((k, v) for k, v in rules.items() if k != 'mamba_choices')
-    out_rules['version'] = version
-    return dict(version=version, argv=argv, env=env, warnings=warnings, notes=notes, preflight=preflight,
-                speculative=spec, nccl_p2p_disable=disable_p2p, nccl_p2p_reason=p2p_reason,
-                mamba_strategy=strategy, rules=out_rules, quantization=quant['resolved'])
+        r['warnings'].append('SGLANG_ENABLE_SPEC_V2 was removed in sglang %s; setting it only prints a warning'
+                             % r['version'])
 
 
 def quantization_flags(release, model, host, server, warnings, notes, preflight):
