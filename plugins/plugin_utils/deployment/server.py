@@ -169,57 +169,95 @@ def _metrics_of(release, enabled, url_host, port):
 
 
 def resolve_server(ctx, variant=None):
-    """(deployment, problems) of one SGLang server; deployment is None when nothing could be resolved."""
+    """(deployment, problems) of one SGLang server; deployment is None when nothing could be resolved.
+
+    The sections run in this order on one resolution state ``r`` (_resolve_release), each adding its refusals to
+    problems: the profiles and the release, where the server runs (instance, model, TP size, GPUs, container, TP
+    group), the API key, the release's choices, speculative decoding, the plan and the command line, the documented
+    object, its warnings and settings table."""
     problems = ctx.get('problems') or Problems(ctx['host'])
+    r = _resolve_release(ctx, problems)
+    if r is None:
+        return None, problems
+    _resolve_placement(ctx, r)
+    _check_api_key(ctx, r)
+    _check_choices(r)
+    _resolve_speculative(r)
+    _plan_and_render(ctx, r, variant)
+    deployment = _deployment(ctx, r)
+    _finish(r, deployment)
+    if variant:
+        where = 'variant %s: ' % variant
+        for item in problems.items:
+            if not item.get('_prefixed'):
+                item['variable'] = where + item['variable']
+                item['_prefixed'] = True
+    return deployment, problems
+
+
+def _resolve_release(ctx, problems):
+    """The resolution state with the profiles and the pinned release, or None when either is missing."""
     settings, sources = ctx['settings'], ctx['sources']
     prof = ctx['profiles']
-    where = ('variant %s: ' % variant) if variant else ''
     for name in ('llmops_model_profile', 'llmops_gpu_profile'):
         if not settings[name]:
             problems.add(name, NOVALUE, 'is required for a host of sglang_servers', 'set %s (one of: %s)' % (
                 name, ', '.join(prof['model_names' if 'model' in name else 'gpu_names'])))
     model, gpu = prof.get('model'), prof.get('gpu')
     if model is None or gpu is None or prof.get('pin') is None:
-        return None, problems
+        return None
     try:
         release = sglang_release.release(prof['table'], prof['pin']['version'])
     except sglang_release.ReleaseError as exc:
         problems.add('profiles/sglang.yml.version', prof['pin'].get('version'), str(exc),
                      'pin a release that has both planner and flag rules, or add the missing rules', kind='release')
-        return None, problems
-    serving = model.get('serving') or {}
+        return None
+    return dict(problems=problems, settings=settings, sources=sources, prof=prof, model=model, gpu=gpu,
+                release=release, serving=model.get('serving') or {}, plan=None, plan_error=None, rendered=None,
+                provenance=[])
 
-    instance = settings['llmops_instance_name'] or settings['llmops_model_profile']
+
+def _resolve_placement(ctx, r):
+    """Where the server runs: its instance name, the model directory, the TP size, this node's GPUs, the container,
+    the TP group's ranks and ports, the host's facts."""
+    settings, problems, release = r['settings'], r['problems'], r['release']
+    instance = r['instance'] = settings['llmops_instance_name'] or settings['llmops_model_profile']
     if not INSTANCE.match(instance or ''):
         problems.add('llmops_instance_name', instance, 'letters, digits, dot, dash and underscore only (it names the '
                      'unit sglang-<name>.service)', 'e.g. %s' % re.sub(r'[^A-Za-z0-9_.-]+', '-', instance or 'x'))
-    model_facts = check_model(ctx, settings, model, problems)
+    r['model_facts'] = check_model(ctx, settings, r['model'], problems)
     tp = settings['llmops_tp_size']
-    tp_source = source_of(sources, 'llmops_tp_size', 'profile')
+    tp_source = source_of(r['sources'], 'llmops_tp_size', 'profile')
     if tp is None:
-        tp, tp_source = serving.get('tp_size'), 'profile'
-    settings = dict(settings)
+        tp, tp_source = r['serving'].get('tp_size'), 'profile'
+    r['tp'], r['tp_source'] = tp, tp_source
+    settings = r['settings'] = dict(settings)
     settings['_tp'] = tp
-    group = ctx.get('tp_group')
-    nnodes = group['nnodes'] if group else 1
+    group = r['group'] = ctx.get('tp_group')
+    nnodes = r['nnodes'] = group['nnodes'] if group else 1
     # The GPUs of this node: a node of a TP group holds tp / nnodes of them (sglang_flags refuses the rest).
     per_node = sglang_flags.gpus_per_node(tp, nnodes)
-    node_tp = tp if per_node is None else per_node
+    node_tp = r['node_tp'] = tp if per_node is None else per_node
     # A node whose group was refused has no per-node GPU count to check against (the group's refusal says why).
-    indices = check_gpus(ctx, settings, tp if group or not settings['llmops_tp_group'] else None, problems, nnodes)
-    lxc = check_lxc(ctx, settings, node_tp, problems)
+    r['indices'] = check_gpus(ctx, settings, tp if group or not settings['llmops_tp_group'] else None, problems,
+                              nnodes)
+    r['lxc'] = check_lxc(ctx, settings, node_tp, problems)
     if group and isinstance(tp, int):
         deployment_tp_group.finish(group, tp, bool(settings['llmops_enable_dp_attention'] and
                                                    (settings['llmops_dp_size'] or 1) > 1),
                                    settings['llmops_http_port'], problems,
                                    formed_when=[(release.get('flags') or {}).get('parallel_end')])
-    host_facts = facts_of_host(ctx, settings)
+    r['host_facts'] = facts_of_host(ctx, settings)
 
-    key_set = bool(ctx.get('api_key'))
-    key_warning = None
+
+def _check_api_key(ctx, r):
+    """The API key the unit gets from the controller's environment: required unless allowed off, printable ASCII."""
+    settings, problems = r['settings'], r['problems']
+    key_set = r['key_set'] = bool(ctx.get('api_key'))
+    r['key_warning'] = None
     if not key_set and not settings['llmops_allow_no_api_key'] and not ctx.get('require_secrets', True):
-        key_warning = ('no API key in this environment: the deploy refuses to serve without one (export SGLANG_API_KEY '
-                       'on the controller, or set llmops_allow_no_api_key: true)')
+        r['key_warning'] = ('no API key in this environment: the deploy refuses to serve without one (export '
+                            'SGLANG_API_KEY on the controller, or set llmops_allow_no_api_key: true)')
     elif not key_set and not settings['llmops_allow_no_api_key']:
         problems.add('llmops_api_key', NOVALUE, 'no API key: SGLANG_API_KEY is not set on the controller and the '
                      'inventory sets none', 'export SGLANG_API_KEY on the controller (or set llmops_api_key from a '
@@ -229,6 +267,11 @@ def resolve_server(ctx, variant=None):
                      'tab or a non-ASCII character cannot travel in the Authorization header as is) and without blanks '
                      'at either end (servers trim them)', 'generate one with: openssl rand -hex 32')
 
+
+def _check_choices(r):
+    """Values the pinned release's argparse must accept: dtypes, backend, mamba strategy, the parsers (the
+    inventory's, else the profile's)."""
+    settings, problems, release = r['settings'], r['problems'], r['release']
     for name, key in (('llmops_mamba_strategy', 'mamba_strategy'), ('llmops_mamba_ssm_dtype', 'mamba_ssm_dtype'),
                       ('llmops_kv_cache_dtype', 'kv_cache_dtype'), ('llmops_attention_backend', 'attention_backend')):
         check_release_choice(problems, release, name, settings[name], key, extra=('auto',))
@@ -236,16 +279,23 @@ def resolve_server(ctx, variant=None):
         name = 'llmops_' + key
         value = settings[name]
         if value is None:
-            value = serving.get(key)
+            value = r['serving'].get(key)
             if value:
                 check_release_choice(problems, release, name, value, key,
                                      where="the profile's serving.%s: " % key)
         elif value:
             check_release_choice(problems, release, name, value, key)
-    draft, steps, draft_source, steps_source = speculative_of(settings, serving, sources)
+
+
+def _resolve_speculative(r):
+    """Speculative decoding: draft tokens, steps and topk (the inventory's, the profile's, or SGLang's auto choice
+    for the architecture), with their sources, and the EAGLE-3 draft checkpoint."""
+    settings, problems, release, model = r['settings'], r['problems'], r['release'], r['model']
+    serving = r['serving']
+    draft, steps, draft_source, steps_source = speculative_of(settings, serving, r['sources'])
     # The profile config's architecture facts, once for this server: the speculative auto parameters, the plan and the
     # command line read the same (None: a config they refuse, each with its own words, as before).
-    arch_facts = vram_plan.model_facts_once(model.get('config'), release)
+    arch_facts = r['arch_facts'] = vram_plan.model_facts_once(model.get('config'), release)
     spec_profile = serving.get('speculative') or {}
     topk = spec_profile.get('eagle_topk')
     if (not draft and settings['llmops_speculative_num_draft_tokens'] is None and spec_profile.get('algorithm')
@@ -260,72 +310,91 @@ def resolve_server(ctx, variant=None):
         except (ModelConfigError, sglang_layout.LayoutError) as exc:
             problems.add('llmops_speculative_num_steps', settings['llmops_speculative_num_steps'], str(exc),
                          'give num_steps, eagle_topk and num_draft_tokens in the profile\'s serving.speculative')
+    r.update(draft=draft, steps=steps, draft_source=draft_source, steps_source=steps_source)
     settings['_speculative_num_draft_tokens'], settings['_speculative_num_steps'] = draft, steps
     settings['_speculative_eagle_topk'] = topk if draft else None
     settings['_speculative_algorithm'] = spec_profile.get('algorithm') if draft else None
-    draft_dir = check_draft(settings, model, model_facts, problems) if draft else None
-    model_facts['draft'] = draft_dir
+    draft_dir = r['draft_dir'] = check_draft(settings, model, r['model_facts'], problems) if draft else None
+    r['model_facts']['draft'] = draft_dir
     settings['_draft_model_path'] = draft_dir['path'] if draft_dir else None
     settings['_draft_model_config'] = spec_profile['draft'].get('config') if draft_dir else None
+
+
+def _plan_and_render(ctx, r, variant):
+    """The VRAM plan (once) and the command line (once), when nothing was refused so far; the provenance of every
+    flag, then the plan's reports."""
+    settings, problems, prof, gpu = r['settings'], r['problems'], r['prof'], r['gpu']
     if settings['llmops_plan_concurrency'] is not None and not settings['llmops_plan_concurrency']:
         problems.add('llmops_plan_concurrency', [], 'needs at least one level', 'e.g. [1, 8, 32]')
-    venv = settings['llmops_sglang_venv'] or '/opt/sglang/venv-%s' % prof['pin']['version']
-    launcher = settings['llmops_sglang_launcher'] or [venv + '/bin/python', '-m', 'sglang.launch_server']
-
-    plan, plan_error = (None, None)
-    rendered = None
-    provenance = []
-    record = _record(ctx, settings, gpu, tp, prof['pin']['version'], instance)
+    venv = r['venv'] = settings['llmops_sglang_venv'] or '/opt/sglang/venv-%s' % prof['pin']['version']
+    r['launcher'] = settings['llmops_sglang_launcher'] or [venv + '/bin/python', '-m', 'sglang.launch_server']
+    record = r['record'] = _record(ctx, settings, gpu, r['tp'], prof['pin']['version'], r['instance'])
     if record['measured'] is not None:
         settings['llmops_plan_free_memory_before_load_gib'] = record['measured']['free_memory_before_load_gib']
-    if not problems:
-        inputs = plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps, model_facts.get('path'),
-                             arch_facts)
-        plan, plan_error = run_plan(ctx, settings, inputs, problems)
-        if plan is not None:
-            if record['measured'] is not None:
-                plan['free_memory_source'] = 'measured on this host'
-            title = '%s: %s on %s%dx %s, TP%d' % (
-                ctx['host'], model.get('name'), '%d nodes x ' % nnodes if group else '', node_tp,
-                gpu.get('display_name') or gpu.get('name'), tp)
-            if not plan['fits'] and settings['llmops_plan_must_fit']:
-                problems.add('llmops_plan_min_headroom_gib', settings['llmops_plan_min_headroom_gib'],
-                             '%s: %s' % (plan['verdict'], (plan['limits'] or [''])[0]),
-                             'read the plan (make plan, plan.md) and apply one of its recommendations, or set '
-                             'llmops_plan_must_fit: false', kind='plan_fit')
-            rendered = render(ctx, settings, model, gpu, release, plan, tp, draft, steps, model_facts, host_facts,
-                              indices, problems, arch_facts)
-            flags = rendered['argv'] if rendered else None
-            if rendered:
-                provenance = deployment_provenance.rows(dict(
-                    settings=settings, sources=sources, model=model, gpu=gpu, release=release, plan=plan,
-                    rendered=rendered, model_facts=model_facts, group=group, lxc_host=settings['llmops_lxc_host'],
-                    launcher=launcher, instance=instance, api_key_set=key_set, draft_source=draft_source,
-                    steps_source=steps_source, tp_source=tp_source, speculative=dict(draft=draft, steps=steps),
-                    p2p_verdict=ctx.get('p2p_verdict') or '',
-                    release_entry=((prof.get('table') or {}).get('releases') or {}).get(prof['pin']['version']) or {},
-                    model_file=_profile_file(settings, 'models', 'llmops_model_profile'),
-                    gpu_file=_profile_file(settings, 'hardware', 'llmops_gpu_profile')))
-            plan['report_markdown'] = render_markdown(plan, title, flags, provenance)
-            plan['report_lines'] = render_text(plan, title)
-            plan['title'] = title
-            if group and group.get('port_block'):
-                shown = (deployment_tp_group.public(group), group['head_http_host'], settings['llmops_http_port'],
-                         'sglang-%s.service' % instance, gpu.get('display_name') or gpu.get('name'))
-                plan['report_markdown'] += tp_group_topology.markdown(*shown)
-                plan['report_lines'] += [''] + tp_group_topology.picture(*shown)
-            if variant is None:
-                # The GPUs this server can use (the container's), else what the host has (one node of a TP group).
-                max_gpus = len(indices) if indices else (inputs['max_tp'] or node_tp)
-                fits = deployment_fits.table(prof.get('models') or {}, gpu, release, max_gpus,
-                                             current=settings['llmops_model_profile'])
-                plan['what_else_fits'] = fits
-                plan['report_markdown'] += '\n'.join(deployment_fits.markdown(
-                    fits, gpu.get('display_name') or gpu.get('name'), max_gpus)) + '\n'
+    if problems:
+        return
+    model, release, tp, draft, steps = r['model'], r['release'], r['tp'], r['draft'], r['steps']
+    inputs = plan_inputs(ctx, settings, model, gpu, release, tp, draft, steps, r['model_facts'].get('path'),
+                         r['arch_facts'])
+    plan, r['plan_error'] = run_plan(ctx, settings, inputs, problems)
+    r['plan'] = plan
+    if plan is None:
+        return
+    if record['measured'] is not None:
+        plan['free_memory_source'] = 'measured on this host'
+    if not plan['fits'] and settings['llmops_plan_must_fit']:
+        problems.add('llmops_plan_min_headroom_gib', settings['llmops_plan_min_headroom_gib'],
+                     '%s: %s' % (plan['verdict'], (plan['limits'] or [''])[0]),
+                     'read the plan (make plan, plan.md) and apply one of its recommendations, or set '
+                     'llmops_plan_must_fit: false', kind='plan_fit')
+    rendered = r['rendered'] = render(ctx, settings, model, gpu, release, plan, tp, draft, steps, r['model_facts'],
+                                      r['host_facts'], r['indices'], problems, r['arch_facts'])
+    if rendered:
+        r['provenance'] = deployment_provenance.rows(dict(
+            settings=settings, sources=r['sources'], model=model, gpu=gpu, release=release, plan=plan,
+            rendered=rendered, model_facts=r['model_facts'], group=r['group'], lxc_host=settings['llmops_lxc_host'],
+            launcher=r['launcher'], instance=r['instance'], api_key_set=r['key_set'], draft_source=r['draft_source'],
+            steps_source=r['steps_source'], tp_source=r['tp_source'], speculative=dict(draft=draft, steps=steps),
+            p2p_verdict=ctx.get('p2p_verdict') or '',
+            release_entry=((prof.get('table') or {}).get('releases') or {}).get(prof['pin']['version']) or {},
+            model_file=_profile_file(settings, 'models', 'llmops_model_profile'),
+            gpu_file=_profile_file(settings, 'hardware', 'llmops_gpu_profile')))
+    _plan_reports(ctx, r, variant, inputs['max_tp'])
+
+
+def _plan_reports(ctx, r, variant, max_tp):
+    """plan.md and the console lines of the plan, the TP group's topology, and (not for a variant) what else fits."""
+    plan, group, gpu, settings = r['plan'], r['group'], r['gpu'], r['settings']
+    gpu_name = gpu.get('display_name') or gpu.get('name')
+    title = '%s: %s on %s%dx %s, TP%d' % (
+        ctx['host'], r['model'].get('name'), '%d nodes x ' % r['nnodes'] if group else '', r['node_tp'],
+        gpu_name, r['tp'])
+    flags = r['rendered']['argv'] if r['rendered'] else None
+    plan['report_markdown'] = render_markdown(plan, title, flags, r['provenance'])
+    plan['report_lines'] = render_text(plan, title)
+    plan['title'] = title
+    if group and group.get('port_block'):
+        shown = (deployment_tp_group.public(group), group['head_http_host'], settings['llmops_http_port'],
+                 'sglang-%s.service' % r['instance'], gpu_name)
+        plan['report_markdown'] += tp_group_topology.markdown(*shown)
+        plan['report_lines'] += [''] + tp_group_topology.picture(*shown)
+    if variant is None:
+        # The GPUs this server can use (the container's), else what the host has (one node of a TP group).
+        max_gpus = len(r['indices']) if r['indices'] else (max_tp or r['node_tp'])
+        fits = deployment_fits.table(r['prof'].get('models') or {}, gpu, r['release'], max_gpus,
+                                     current=settings['llmops_model_profile'])
+        plan['what_else_fits'] = fits
+        plan['report_markdown'] += '\n'.join(deployment_fits.markdown(fits, gpu_name, max_gpus)) + '\n'
+
+
+def _deployment(ctx, r):
+    """The documented llmops_deployment object of the server (docs/deployment_resolver.md, schema 1)."""
+    settings, prof, release, gpu, group = r['settings'], r['prof'], r['release'], r['gpu'], r['group']
+    rendered, plan, indices, instance = r['rendered'], r['plan'], r['indices'], r['instance']
+    venv, launcher = r['venv'], r['launcher']
     argv = rendered['argv'] if rendered else []
     command = list(launcher) + argv
     environment = rendered['env'] if rendered else {}
-    served = model_facts['served_model_name']
     http_host = settings['llmops_http_host'] if not group or group['is_head'] else '127.0.0.1'
     url_host = '127.0.0.1' if http_host in ('0.0.0.0', '::', '') else http_host
     if ':' in url_host and not url_host.startswith('['):
@@ -333,8 +402,8 @@ def resolve_server(ctx, variant=None):
     spec = None
     if rendered and rendered.get('speculative'):
         spec = dict(rendered['speculative'])
-        spec['expected_accept_length'] = (serving.get('speculative') or {}).get('expected_accept_length')
-    deployment = dict(
+        spec['expected_accept_length'] = (r['serving'].get('speculative') or {}).get('expected_accept_length')
+    return dict(
         schema=SCHEMA, kind='sglang_server', host=ctx['host'], instance=instance, unit='sglang-%s.service' % instance,
         profiles=dict(dir=prof['dir'], model=settings['llmops_model_profile'], gpu=settings['llmops_gpu_profile']),
         sglang=dict(version=prof['pin']['version'],
@@ -346,23 +415,23 @@ def resolve_server(ctx, variant=None):
                     # Packages of the programs the release runs from PATH (numactl for its NUMA binding).
                     host_packages=sorted(set(p['package'] for p in (release.get('host_programs') or {}).values())),
                     parser_python=settings['llmops_parser_python']),
-        model=model_facts,
+        model=r['model_facts'],
         gpus=dict(profile=settings['llmops_gpu_profile'], display_name=gpu.get('display_name') or gpu.get('name'),
-                  indices=indices, count=len(indices) if indices else node_tp,
+                  indices=indices, count=len(indices) if indices else r['node_tp'],
                   compute_capability=gpu.get('compute_capability'),
                   memory_total_mib=gpu.get('memory_total_mib')),
-        parallel=dict(tp_size=tp, pp_size=1, nnodes=nnodes, node_rank=group['node_rank'] if group else 0,
+        parallel=dict(tp_size=r['tp'], pp_size=1, nnodes=r['nnodes'], node_rank=group['node_rank'] if group else 0,
                       dist_init_addr=group['dist_init_addr'] if group else None,
                       dist_timeout=group['dist_timeout'] if group else None, dp_size=settings['llmops_dp_size'],
                       enable_dp_attention=settings['llmops_enable_dp_attention'],
                       attn_tp_size=plan['attn_tp_size'] if plan else None),
         http=dict(host=http_host, port=settings['llmops_http_port'],
                   url='http://%s:%s' % (url_host, settings['llmops_http_port'])),
-        auth=dict(api_key_set=key_set, allow_no_api_key=settings['llmops_allow_no_api_key']),
+        auth=dict(api_key_set=r['key_set'], allow_no_api_key=settings['llmops_allow_no_api_key']),
         metrics=_metrics_of(release, settings['llmops_enable_metrics'], url_host, settings['llmops_http_port']),
-        lxc=lxc, host_facts=host_facts, tp_group=deployment_tp_group.public(group),
-        settings=None, plan=plan, plan_error=plan_error,
-        argv=argv, command=command, exec_start=sglang_flags.exec_start(command), provenance=provenance,
+        lxc=r['lxc'], host_facts=r['host_facts'], tp_group=deployment_tp_group.public(group),
+        settings=None, plan=plan, plan_error=r['plan_error'],
+        argv=argv, command=command, exec_start=sglang_flags.exec_start(command), provenance=r['provenance'],
         environment=environment,
         environment_lines=[sglang_flags.systemd_quote('%s=%s' % kv) for kv in sorted(environment.items())],
         speculative=spec, mamba_strategy=rendered['mamba_strategy'] if rendered else None,
@@ -372,15 +441,20 @@ def resolve_server(ctx, variant=None):
                     check_gpus=settings['llmops_deploy_check_gpus'], p2p_check=settings['llmops_deploy_p2p_check'],
                     p2p_recheck=settings['llmops_p2p_recheck'],
                     remove_previous_model=settings['llmops_remove_previous_model']),
-        record=dict((k, v) for k, v in record.items() if k != 'note'),
+        record=dict((k, v) for k, v in r['record'].items() if k != 'note'),
         notes=list(rendered['notes']) if rendered else [],
         warnings=list(rendered['warnings']) if rendered else [],
         variants=[],
     )
-    if key_warning:
-        deployment['warnings'].append(key_warning)
-    if record['note']:
-        deployment['notes'].append(record['note'])
+
+
+def _finish(r, deployment):
+    """The resolver's own warnings and notes, then the settings table (value and source of every serving setting)."""
+    settings, plan, rendered = r['settings'], r['plan'], r['rendered']
+    if r['key_warning']:
+        deployment['warnings'].append(r['key_warning'])
+    if r['record']['note']:
+        deployment['notes'].append(r['record']['note'])
     asked = settings['llmops_max_running_requests']
     if plan and asked is not None and plan.get('max_running_requests_total') != asked:
         deployment['warnings'].append(
@@ -388,22 +462,17 @@ def resolve_server(ctx, variant=None):
             % (asked, plan['max_running_requests'], plan.get('max_running_requests_bound_by'),
                ' per DP worker x %d workers' % plan['attn_dp_size'] if plan.get('attn_dp_size', 1) > 1 else '',
                plan['max_running_requests_total']))
-    if model_facts['lock']['note']:
-        deployment['warnings'].append(model_facts['lock']['note'])
-    if draft_dir and draft_dir['note']:
-        deployment['warnings'].append(draft_dir['note'])
+    if r['model_facts']['lock']['note']:
+        deployment['warnings'].append(r['model_facts']['lock']['note'])
+    if r['draft_dir'] and r['draft_dir']['note']:
+        deployment['warnings'].append(r['draft_dir']['note'])
     if rendered and rendered.get('speculative'):
         # What runs (topk 1 forces draft tokens = steps + 1), not what was asked.
         settings['_speculative_num_draft_tokens'] = rendered['speculative']['num_draft_tokens']
     if rendered:
-        deployment['settings'] = _settings_table(settings, sources, plan, dict(
-            served=served, mamba_strategy=deployment['mamba_strategy']), model, draft_source, steps_source, tp_source)
-    if where:
-        for item in problems.items:
-            if not item.get('_prefixed'):
-                item['variable'] = where + item['variable']
-                item['_prefixed'] = True
-    return deployment, problems
+        deployment['settings'] = _settings_table(settings, r['sources'], plan, dict(
+            served=r['model_facts']['served_model_name'], mamba_strategy=deployment['mamba_strategy']), r['model'],
+            r['draft_source'], r['steps_source'], r['tp_source'])
 
 
 def check_variants(variants, problems):
