@@ -1115,6 +1115,9 @@ ROLE_OPTIONS = json.loads(r'''
    "default": 10,
    "type": "int"
   },
+  "sglang_server_restore_snapshot": {
+   "type": "dict"
+  },
   "sglang_server_rollback": {
    "default": true,
    "type": "bool"
@@ -1127,6 +1130,20 @@ ROLE_OPTIONS = json.loads(r'''
    "default": [],
    "elements": "str",
    "type": "list"
+  },
+  "sglang_server_snapshot_instance": {
+   "type": "str"
+  },
+  "sglang_server_snapshot_name": {
+   "type": "str"
+  },
+  "sglang_server_snapshot_state": {
+   "choices": [
+    "present",
+    "absent"
+   ],
+   "default": "present",
+   "type": "str"
   },
   "sglang_server_stall_timeout": {
    "default": 45,
