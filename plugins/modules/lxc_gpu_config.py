@@ -413,8 +413,8 @@ def verify_cpuset(sysfs, gpus, given, origin, path):
                where, path))
 
 
-def main():
-    module = AnsibleModule(
+def _new_module():
+    return AnsibleModule(
         argument_spec=dict(
             path=dict(type='path', required=True),
             state=dict(type='str', default='present', choices=['present', 'absent']),
@@ -440,15 +440,14 @@ def main():
         ),
         supports_check_mode=True,
     )
+
+
+def _check_cpuset_options(module, result):
+    """Refuse a cpuset, cpuset_mems or cpuset_verify that cannot be used, before anything is read."""
     params = module.params
     path = params['path']
     cpuset = params['cpuset']
-    manage_cpuset = cpuset is not None
-    result = dict(changed=False, path=path, lines=[], gpus=[], uvm_major=None, host_nvidia_minors=[],
-                  missing_device_nodes=[],
-                  cpuset={'source': 'none' if manage_cpuset else 'unmanaged', 'cpus': None, 'mems': None, 'reason': None,
-                          'verified': False})
-    if manage_cpuset and params['state'] == 'present' and cpuset not in ('', 'auto'):
+    if cpuset is not None and params['state'] == 'present' and cpuset not in ('', 'auto'):
         try:
             parse_cpulist(cpuset)
         except CpuListError as exc:
@@ -463,6 +462,11 @@ def main():
         module.fail_json(msg='cpuset_mems and cpuset_verify go with a CPU list in cpuset (got cpuset %r)' % (cpuset,),
                          **result)
 
+
+def _read_state(module, result):
+    """(config text, nvidia majors, uvm major, the state file's previous lines) as the host has them now."""
+    params = module.params
+    path = params['path']
     text = _read(path)
     if text is None:
         if os.path.exists(path) or not (params['create'] or module.check_mode):
@@ -476,7 +480,6 @@ def main():
         module.warn('%s cannot be read: the nvidia-uvm major is unknown' % params['proc_devices_path'])
     uvm_major = devices['char'].get('nvidia-uvm')
     majors = nvidia_majors(devices)
-    result['uvm_major'] = uvm_major
 
     previous = set()
     state_file = params['state_file']
@@ -485,48 +488,52 @@ def main():
             previous = set(tuple(pair) for pair in json.loads(_read(state_file) or '{}').get('lines', []))
         except (ValueError, AttributeError):
             module.warn('%s is not valid JSON; ignoring it' % state_file)
+    return text, majors, uvm_major, previous
 
-    sysfs = PciSysfs(params['root'])
-    result['host_nvidia_minors'] = host_minors(sysfs)
-    pairs = []
-    if params['state'] == 'present':
-        if not params['addresses'] and params['numa_node'] is None and not params['minors']:
-            module.fail_json(msg='state=present needs addresses, numa_node or minors', **result)
-        try:
-            gpus = resolve_gpus(sysfs, params['addresses'], params['numa_node'], params['minors'])
-            nodes = device_nodes([gpu[1] for gpu in gpus], uvm_major, include_uvm_tools=params['include_uvm_tools'],
-                                 include_modeset=params['include_modeset'])
-            pairs = render_lines(nodes, params['mode'], gid=params['gid'], uid=params['uid'], dev_mode=params['dev_mode'])
-            if manage_cpuset:
-                result['cpuset'] = resolve_cpuset(sysfs, gpus, cpuset, params['cpuset_mems'])
-                pairs.extend(render_cpuset(result['cpuset']['cpus'], result['cpuset']['mems']))
-        except (ValueError, PciAddressError, LxcConfigError) as exc:
-            module.fail_json(msg=str(exc), **result)
-        if params['cpuset_verify']:
-            refusal = verify_cpuset(sysfs, gpus, result['cpuset'], params['cpuset_origin'], path)
-            if refusal:
-                module.fail_json(msg=refusal, **result)
-            result['cpuset']['verified'] = True
-        if result['cpuset']['reason']:
-            module.warn('cpuset auto: %s, so no lxc.cgroup2.cpuset lines are written for %s (the container may run on '
-                        'any CPU). Give cpuset as a CPU list to pin it anyway, or an empty string to opt out.'
-                        % (result['cpuset']['reason'], path))
-        result['gpus'] = [{'address': gpu[0], 'minor': gpu[1], 'device_node': '/dev/nvidia%d' % gpu[1], 'numa_node': gpu[2]}
-                          for gpu in gpus]
-        if params['check_device_nodes']:
-            result['missing_device_nodes'] = [
-                node['path'] for node in nodes
-                if not os.path.exists(os.path.join(params['device_nodes_root'], node['path'].lstrip('/')))]
-        if result['missing_device_nodes'] and params['mode'] == 'dev':
-            module.warn('missing device nodes %s: PVE refuses to start the container until they exist (nvidia-modprobe '
-                        '-u -c0 creates the uvm nodes; the lxc_gpu role installs a unit that does it at boot)'
-                        % ', '.join(result['missing_device_nodes']))
 
-    new_text, rendered = merge(text, pairs, majors, previous, manage_cpuset=manage_cpuset)
-    result['lines'] = rendered
-    result['changed'] = new_text != text
-    if module._diff:
-        result['diff'] = {'before': text, 'after': new_text, 'before_header': path, 'after_header': path}
+def _present_lines(module, sysfs, uvm_major, result):
+    """The (key, value) lines state=present writes: the GPUs' device lines plus the cpuset lines; fills result's gpus,
+    cpuset and missing_device_nodes."""
+    params = module.params
+    path = params['path']
+    if not params['addresses'] and params['numa_node'] is None and not params['minors']:
+        module.fail_json(msg='state=present needs addresses, numa_node or minors', **result)
+    try:
+        gpus = resolve_gpus(sysfs, params['addresses'], params['numa_node'], params['minors'])
+        nodes = device_nodes([gpu[1] for gpu in gpus], uvm_major, include_uvm_tools=params['include_uvm_tools'],
+                             include_modeset=params['include_modeset'])
+        pairs = render_lines(nodes, params['mode'], gid=params['gid'], uid=params['uid'], dev_mode=params['dev_mode'])
+        if params['cpuset'] is not None:
+            result['cpuset'] = resolve_cpuset(sysfs, gpus, params['cpuset'], params['cpuset_mems'])
+            pairs.extend(render_cpuset(result['cpuset']['cpus'], result['cpuset']['mems']))
+    except (ValueError, PciAddressError, LxcConfigError) as exc:
+        module.fail_json(msg=str(exc), **result)
+    if params['cpuset_verify']:
+        refusal = verify_cpuset(sysfs, gpus, result['cpuset'], params['cpuset_origin'], path)
+        if refusal:
+            module.fail_json(msg=refusal, **result)
+        result['cpuset']['verified'] = True
+    if result['cpuset']['reason']:
+        module.warn('cpuset auto: %s, so no lxc.cgroup2.cpuset lines are written for %s (the container may run on '
+                    'any CPU). Give cpuset as a CPU list to pin it anyway, or an empty string to opt out.'
+                    % (result['cpuset']['reason'], path))
+    result['gpus'] = [{'address': gpu[0], 'minor': gpu[1], 'device_node': '/dev/nvidia%d' % gpu[1], 'numa_node': gpu[2]}
+                      for gpu in gpus]
+    if params['check_device_nodes']:
+        result['missing_device_nodes'] = [
+            node['path'] for node in nodes
+            if not os.path.exists(os.path.join(params['device_nodes_root'], node['path'].lstrip('/')))]
+    if result['missing_device_nodes'] and params['mode'] == 'dev':
+        module.warn('missing device nodes %s: PVE refuses to start the container until they exist (nvidia-modprobe '
+                    '-u -c0 creates the uvm nodes; the lxc_gpu role installs a unit that does it at boot)'
+                    % ', '.join(result['missing_device_nodes']))
+    return pairs
+
+
+def _write_changes(module, new_text, pairs, result):
+    """Write the merged config (when it changed) and the state file, outside check mode."""
+    path = module.params['path']
+    state_file = module.params['state_file']
     if result['changed'] and not module.check_mode:
         if not os.path.isdir(os.path.dirname(path)):
             module.fail_json(msg='directory of %s does not exist' % path, **result)
@@ -538,6 +545,33 @@ def main():
             if not os.path.isdir(directory):
                 os.makedirs(directory, 0o755)
             _write(state_file, state)
+
+
+def main():
+    module = _new_module()
+    params = module.params
+    path = params['path']
+    manage_cpuset = params['cpuset'] is not None
+    result = dict(changed=False, path=path, lines=[], gpus=[], uvm_major=None, host_nvidia_minors=[],
+                  missing_device_nodes=[],
+                  cpuset={'source': 'none' if manage_cpuset else 'unmanaged', 'cpus': None, 'mems': None, 'reason': None,
+                          'verified': False})
+    _check_cpuset_options(module, result)
+    text, majors, uvm_major, previous = _read_state(module, result)
+    result['uvm_major'] = uvm_major
+
+    sysfs = PciSysfs(params['root'])
+    result['host_nvidia_minors'] = host_minors(sysfs)
+    pairs = []
+    if params['state'] == 'present':
+        pairs = _present_lines(module, sysfs, uvm_major, result)
+
+    new_text, rendered = merge(text, pairs, majors, previous, manage_cpuset=manage_cpuset)
+    result['lines'] = rendered
+    result['changed'] = new_text != text
+    if module._diff:
+        result['diff'] = {'before': text, 'after': new_text, 'before_header': path, 'after_header': path}
+    _write_changes(module, new_text, pairs, result)
     module.exit_json(**result)
 
 
