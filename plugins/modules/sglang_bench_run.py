@@ -287,8 +287,8 @@ def read(path):
         return ''
 
 
-def main():
-    module = AnsibleModule(
+def _new_module():
+    return AnsibleModule(
         argument_spec=dict(
             python=dict(type='path', required=True),
             client_module=dict(type='str', default='auto'),
@@ -323,20 +323,23 @@ def main():
         ),
         supports_check_mode=False,
     )
-    p = module.params
-    if p['dataset_name'] == 'random' and not p['dataset_path']:
-        module.fail_json(msg='dataset_name random samples text from a local ShareGPT file: set dataset_path (or use random-ids)')
-    if not os.access(p['python'], os.X_OK):
-        module.fail_json(msg='%s is not an executable interpreter' % p['python'])
-    client = pick_client(module)
+
+
+def _output_files(p):
+    """(raw JSONL file, log file) of this run in output_dir, which is created; a raw file left by an earlier run of the
+    same id is removed."""
     if not os.path.isdir(p['output_dir']):
         os.makedirs(p['output_dir'])
     raw_file = os.path.join(p['output_dir'], '%s.jsonl' % p['run_id'])
     log_file = os.path.join(p['output_dir'], '%s.log' % p['run_id'])
     if os.path.exists(raw_file):
         os.unlink(raw_file)  # the client appends; one file per run keeps the record unambiguous
+    return raw_file, log_file
 
-    server = Server(module)
+
+def _server_before(server, p):
+    """What the server says before the run: (info status, /server_info, speculative?, accept counters reset?,
+    counters before, notes); resets the accept counters of a speculative server when the accept length is wanted."""
     info_status, before_info = server.json('/server_info')
     spec = speculative_enabled(before_info)
     reset_ok = False
@@ -350,10 +353,10 @@ def main():
         reset_ok = status == 200 and '"updated":true' in text.replace(' ', '')
         if not reset_ok:
             notes.append('POST /set_internal_state did not reset the accept counters (HTTP %s)' % status)
+    return info_status, before_info, spec, reset_ok, counters_before, notes
 
-    opts = dict(p, output_file=raw_file)
-    opts['extra_request_body'] = request_body(p['backend'], p['disable_thinking'], p['extra_request_body'])
-    argv = build_argv(p['python'], client, opts)
+
+def _client_environment(p, log_file):
     env = dict((k, str(v)) for k, v in p['environment'].items())
     env.setdefault('HF_HUB_OFFLINE', '1')
     env.setdefault('TRANSFORMERS_OFFLINE', '1')
@@ -361,6 +364,26 @@ def main():
     env['LLMOPS_BENCH_LOG'] = log_file
     if p['api_key']:
         env['OPENAI_API_KEY'] = p['api_key']
+    return env
+
+
+def main():
+    module = _new_module()
+    p = module.params
+    if p['dataset_name'] == 'random' and not p['dataset_path']:
+        module.fail_json(msg='dataset_name random samples text from a local ShareGPT file: set dataset_path (or use random-ids)')
+    if not os.access(p['python'], os.X_OK):
+        module.fail_json(msg='%s is not an executable interpreter' % p['python'])
+    client = pick_client(module)
+    raw_file, log_file = _output_files(p)
+
+    server = Server(module)
+    info_status, before_info, spec, reset_ok, counters_before, notes = _server_before(server, p)
+
+    opts = dict(p, output_file=raw_file)
+    opts['extra_request_body'] = request_body(p['backend'], p['disable_thinking'], p['extra_request_body'])
+    argv = build_argv(p['python'], client, opts)
+    env = _client_environment(p, log_file)
     # The shell only redirects: the arguments stay positional parameters, never parsed as shell code.
     started = time.time()
     rc, _out, _err = module.run_command(['/bin/sh', '-c', 'exec "$0" "$@" >"$LLMOPS_BENCH_LOG" 2>&1'] + argv,
@@ -374,13 +397,12 @@ def main():
         module.fail_json(msg='%s -m %s failed (rc %s) for run %s; last lines of %s:\n%s'
                          % (p['python'], client, rc, p['run_id'], log_file, tail), **base)
 
-    after_status, after_info = server.json('/server_info')
+    _after_status, after_info = server.json('/server_info')
     counters_after = server.counters(p['counter_names']) if spec and p['accept_length'] == 'auto' else None
     value, source, note = choose_accept_length(spec, accept_from_counters(counters_before, counters_after), reset_ok,
                                                after_info, raw.get('accept_length'))
-    metrics = metrics_of(raw)
     record = dict(
-        metrics=metrics,
+        metrics=metrics_of(raw),
         server=server_summary(after_info or before_info),
         llmops=dict(
             run_id=p['run_id'], labels=p['labels'], client_module=client, wall_s=round(wall, 2),
