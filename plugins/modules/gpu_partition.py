@@ -454,6 +454,41 @@ class Partitioner(object):
     # -- main flow -----------------------------------------------------------------------------------------------
 
     def main(self):
+        topology, targets, vendor_devices = self.read_desired_state()
+        persisted_all = read_persisted(self.root)
+        persisted = persisted_all.get(self.persistence, {}) if self.persistence != 'none' else {}
+        plan = plan_partition(topology, targets, self.vfio, self.keep, vendor_devices, persisted, self.persistence)
+        stale = self.stale_persistence(plan, persisted_all)
+        self.result['plan'] = plan
+        self.result['plan_lines'] = plan_lines(plan, self.persistence) + ['  stale: %s' % line for line in stale]
+        self.result['gpus'] = final_map(topology, targets, self.vfio, vendor_devices, persisted)
+
+        self.refuse_unsafe(plan, topology)
+
+        # Loading a driver is the first change, so it comes after every refusal.
+        binding = [item for item in plan if item['action'] in ('bind', 'override')]
+        if any(item['target'] == self.vfio and item['action'] == 'bind' for item in plan):
+            self.ensure_driver(topology, self.vfio)
+        if any(item['target'] == self.keep and item['action'] == 'bind' for item in plan):
+            self.ensure_driver(topology, self.keep)
+
+        changing = bool(binding) or any(item['action'] == 'persist' for item in plan) or bool(stale)
+        before_text = driver_map_text(topology, vendor_devices, persisted)
+        if self.module.check_mode or not changing:
+            self.result['changed'] = changing
+            if self.module._diff:
+                self.result['diff'] = {'before': before_text, 'after': self.predicted_map(topology, plan, persisted),
+                                       'before_header': 'driver map', 'after_header': 'driver map (planned)'}
+            return self.result
+
+        self.apply(plan, topology)
+        self.write_persistence(plan, persisted_all)
+        self.verify_applied(targets, vendor_devices, before_text)
+        return self.result
+
+    def read_desired_state(self):
+        """(topology, targets, vendor devices): the options checked, the persistence resolved and the entries resolved
+        against the host's PCI topology now."""
         params = self.params
         if not os.path.isdir(self.root):
             self.fail('root %s is not a directory' % self.root)
@@ -475,15 +510,11 @@ class Partitioner(object):
         for note in notes:
             self.module.warn(note)
         self.targets = targets
+        return topology, targets, vendor_devices
 
-        persisted_all = read_persisted(self.root)
-        persisted = persisted_all.get(self.persistence, {}) if self.persistence != 'none' else {}
-        plan = plan_partition(topology, targets, self.vfio, self.keep, vendor_devices, persisted, self.persistence)
-        stale = self.stale_persistence(plan, persisted_all)
-        self.result['plan'] = plan
-        self.result['plan_lines'] = plan_lines(plan, self.persistence) + ['  stale: %s' % line for line in stale]
-        self.result['gpus'] = final_map(topology, targets, self.vfio, vendor_devices, persisted)
-
+    def refuse_unsafe(self, plan, topology):
+        """Every refusal, before any change (check mode included): no IOMMU for vfio, plan errors, not root, open
+        files that cannot be read, functions in use."""
         proc_cmdline = _read(self.path('proc/cmdline'))
         acs = acs_override_warning(proc_cmdline)
         if acs:
@@ -513,24 +544,9 @@ class Partitioner(object):
         if busy:
             self.fail('refusing to unbind functions that are in use: %s' % ' | '.join(busy))
 
-        # Loading a driver is the first change, so it comes after every refusal.
-        binding = [item for item in plan if item['action'] in ('bind', 'override')]
-        if any(item['target'] == self.vfio and item['action'] == 'bind' for item in plan):
-            self.ensure_driver(topology, self.vfio)
-        if any(item['target'] == self.keep and item['action'] == 'bind' for item in plan):
-            self.ensure_driver(topology, self.keep)
-
-        changing = bool(binding) or any(item['action'] == 'persist' for item in plan) or bool(stale)
-        before_text = driver_map_text(topology, vendor_devices, persisted)
-        if self.module.check_mode or not changing:
-            self.result['changed'] = changing
-            if self.module._diff:
-                self.result['diff'] = {'before': before_text, 'after': self.predicted_map(topology, plan, persisted),
-                                       'before_header': 'driver map', 'after_header': 'driver map (planned)'}
-            return self.result
-
-        self.apply(plan, topology)
-        self.write_persistence(plan, persisted_all)
+    def verify_applied(self, targets, vendor_devices, before_text):
+        """After the binds: the driver map as the host has it now, and a second look at the plan proves the result:
+        nothing may be left to do."""
         after = snapshot(self.sysfs)
         persisted_after = read_persisted(self.root).get(self.persistence, {}) if self.persistence != 'none' else {}
         self.result['gpus'] = final_map(after, targets, self.vfio, vendor_devices, persisted_after)
@@ -539,12 +555,10 @@ class Partitioner(object):
             self.result['diff'] = {'before': before_text,
                                    'after': driver_map_text(after, vendor_devices, persisted_after),
                                    'before_header': 'driver map', 'after_header': 'driver map'}
-        # A second look at the plan proves the result: nothing may be left to do.
         replan = plan_partition(after, targets, self.vfio, self.keep, vendor_devices, persisted_after, self.persistence)
         leftover = [item['address'] for item in replan if item['action'] != 'none']
         if leftover:
             self.fail('after binding, %s still differ(s) from the desired state' % ', '.join(leftover))
-        return self.result
 
     def predicted_map(self, topology, plan, persisted):
         """The driver map (and next-boot drivers) the plan leads to, for check mode's diff."""
