@@ -524,54 +524,18 @@ def _copy_child(args):
     sim = _simulated()
     probe = {'kind': 'probe', 'python': sys.executable, 'torch_version': torch.__version__,
              'torch_cuda': getattr(torch.version, 'cuda', None), 'simulated': sim}
-    if sim:
-        count = 2
-        probe['nccl_version'] = None
-    else:
-        if not torch.cuda.is_available():
-            events.emit({'kind': 'fatal', 'error': 'CUDA is not available to torch %s (built for CUDA %s) under %s: '
-                                                   'torch.cuda.is_available() is False'
-                                                   % (torch.__version__, probe['torch_cuda'], sys.executable)})
-            return 2
-        if not torch.distributed.is_available() or not torch.distributed.is_nccl_available():
-            events.emit({'kind': 'fatal', 'error': 'torch %s under %s has no NCCL backend'
-                                                   % (torch.__version__, sys.executable)})
-            return 2
-        count = torch.cuda.device_count()
-        version = torch.cuda.nccl.version()
-        probe['nccl_version'] = '.'.join(str(v) for v in version) if isinstance(version, tuple) else str(version)
+    count, error = _probe_runtime(torch, sim, probe)
+    if error:
+        events.emit({'kind': 'fatal', 'error': error})
+        return 2
     requested = parse_int_list(args.gpus)
     gpus = requested or list(range(count))
-    problems = []
-    if len(set(gpus)) != len(gpus):
-        problems.append('duplicate GPU indices in %s' % gpus)
-    missing = [g for g in gpus if g < 0 or g >= count]
-    if missing:
-        problems.append('GPU indices %s do not exist: %d CUDA device(s) visible (CUDA_VISIBLE_DEVICES=%s)'
-                        % (missing, count, os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')))
-    if len(gpus) < (1 if args.nnodes > 1 else 2) and not problems:
-        problems.append('a P2P/NCCL check needs at least 2 GPUs; selected %s of %d visible' % (gpus, count))
+    problems = _selection_problems(gpus, count, args.nnodes)
     if problems:
         events.emit({'kind': 'fatal', 'error': '; '.join(problems)})
         return 2
-    devices = []
+    devices = [_device_info(torch, g, sim) for g in gpus]
     peer = {}
-    for g in gpus:
-        if sim:
-            devices.append({'index': g, 'name': 'simulated-cpu-%d' % g})
-            continue
-        props = torch.cuda.get_device_properties(g)
-        info = {'index': g, 'name': props.name, 'total_memory_mib': props.total_memory // (1024 * 1024),
-                'capability': '%d.%d' % (props.major, props.minor)}
-        for attr in ('pci_domain_id', 'pci_bus_id', 'pci_device_id'):
-            if hasattr(props, attr):
-                info[attr] = getattr(props, attr)
-        if all(attr in info for attr in ('pci_domain_id', 'pci_bus_id', 'pci_device_id')):
-            # the sysfs spelling, to join with gpu_info / nvidia-smi (function 0: a GPU is function 0)
-            info['pci_address'] = '%04x:%02x:%02x.0' % (info['pci_domain_id'], info['pci_bus_id'], info['pci_device_id'])
-        if hasattr(props, 'uuid'):
-            info['uuid'] = str(props.uuid)
-        devices.append(info)
     for s in gpus:
         for d in gpus:
             if s != d:
@@ -580,7 +544,59 @@ def _copy_child(args):
     events.emit(probe)
     if args.skip_copy:
         return 0
+    return _copy_tests(args, events, torch, sim, gpus, peer)
 
+
+def _probe_runtime(torch, sim, probe):
+    """(visible CUDA device count, None) with probe's nccl_version set, or (None, why torch cannot run the check)."""
+    if sim:
+        probe['nccl_version'] = None
+        return 2, None
+    if not torch.cuda.is_available():
+        return None, ('CUDA is not available to torch %s (built for CUDA %s) under %s: torch.cuda.is_available() is '
+                      'False' % (torch.__version__, probe['torch_cuda'], sys.executable))
+    if not torch.distributed.is_available() or not torch.distributed.is_nccl_available():
+        return None, 'torch %s under %s has no NCCL backend' % (torch.__version__, sys.executable)
+    count = torch.cuda.device_count()
+    version = torch.cuda.nccl.version()
+    probe['nccl_version'] = '.'.join(str(v) for v in version) if isinstance(version, tuple) else str(version)
+    return count, None
+
+
+def _selection_problems(gpus, count, nnodes):
+    """What is wrong with the selected GPU indices (empty list: nothing)."""
+    problems = []
+    if len(set(gpus)) != len(gpus):
+        problems.append('duplicate GPU indices in %s' % gpus)
+    missing = [g for g in gpus if g < 0 or g >= count]
+    if missing:
+        problems.append('GPU indices %s do not exist: %d CUDA device(s) visible (CUDA_VISIBLE_DEVICES=%s)'
+                        % (missing, count, os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')))
+    if len(gpus) < (1 if nnodes > 1 else 2) and not problems:
+        problems.append('a P2P/NCCL check needs at least 2 GPUs; selected %s of %d visible' % (gpus, count))
+    return problems
+
+
+def _device_info(torch, g, sim):
+    """The probe's description of GPU ``g``: name, memory, capability, PCI address and UUID where torch has them."""
+    if sim:
+        return {'index': g, 'name': 'simulated-cpu-%d' % g}
+    props = torch.cuda.get_device_properties(g)
+    info = {'index': g, 'name': props.name, 'total_memory_mib': props.total_memory // (1024 * 1024),
+            'capability': '%d.%d' % (props.major, props.minor)}
+    for attr in ('pci_domain_id', 'pci_bus_id', 'pci_device_id'):
+        if hasattr(props, attr):
+            info[attr] = getattr(props, attr)
+    if all(attr in info for attr in ('pci_domain_id', 'pci_bus_id', 'pci_device_id')):
+        # the sysfs spelling, to join with gpu_info / nvidia-smi (function 0: a GPU is function 0)
+        info['pci_address'] = '%04x:%02x:%02x.0' % (info['pci_domain_id'], info['pci_bus_id'], info['pci_device_id'])
+    if hasattr(props, 'uuid'):
+        info['uuid'] = str(props.uuid)
+    return info
+
+
+def _copy_tests(args, events, torch, sim, gpus, peer):
+    """Every size, source, destination and copy method in turn, one event each; 0, or _copy_fail's code."""
     sizes = parse_int_list(args.sizes_mib)
     inject_pair = (gpus[0], gpus[1]) if args.fault == 'corrupt_copy' and not args.p2p_disable else None
     for size_index, size_mib in enumerate(sizes):
@@ -604,23 +620,32 @@ def _copy_child(args):
                     events.emit({'kind': 'start', 'src': src, 'dst': dst, 'size_mib': size_mib, 'method': method})
                     inject = inject_pair == (src, dst)
                     try:
-                        times, sums, first_bad = _copy_test(torch, x, src_sum, src_dev, dst_dev, method, reps, inject)
-                        bad = [i for i, s in enumerate(sums) if s != src_sum]
-                        test = {'kind': 'copy', 'src': src, 'dst': dst, 'size_mib': size_mib, 'method': method,
-                                'peer_access': peer['%d->%d' % (src, dst)], 'reps': reps,
-                                'ok': not bad, 'src_checksum': src_sum, 'dst_checksums': sorted(set(sums)),
-                                'bad_reps': len(bad), 'fault_injected': inject,
-                                'times_s': [round(t, 6) for t in times]}
-                        mid = sorted(times)[len(times) // 2]
-                        test['gbps'] = round(nbytes / mid / 1e9, 2) if mid > 0 else None
-                        if first_bad is not None:
-                            test.update(_locate_mismatch(torch, x, first_bad, dst_dev))
-                            del first_bad
-                        events.emit(test)
+                        events.emit(_copy_event(torch, x, src_sum, (src, src_dev), (dst, dst_dev), size_mib, method,
+                                                reps, inject, peer))
                     except RuntimeError as exc:
                         return _copy_fail(events, torch, exc, src, size_mib, dst, method)
             del x
     return 0
+
+
+def _copy_event(torch, x, src_sum, source, destination, size_mib, method, reps, inject, peer):
+    """Run one copy test of x from source to destination ((index, device) each) and describe it as an event."""
+    src, src_dev = source
+    dst, dst_dev = destination
+    nbytes = size_mib * 1024 * 1024
+    times, sums, first_bad = _copy_test(torch, x, src_sum, src_dev, dst_dev, method, reps, inject)
+    bad = [i for i, s in enumerate(sums) if s != src_sum]
+    test = {'kind': 'copy', 'src': src, 'dst': dst, 'size_mib': size_mib, 'method': method,
+            'peer_access': peer['%d->%d' % (src, dst)], 'reps': reps,
+            'ok': not bad, 'src_checksum': src_sum, 'dst_checksums': sorted(set(sums)),
+            'bad_reps': len(bad), 'fault_injected': inject,
+            'times_s': [round(t, 6) for t in times]}
+    mid = sorted(times)[len(times) // 2]
+    test['gbps'] = round(nbytes / mid / 1e9, 2) if mid > 0 else None
+    if first_bad is not None:
+        test.update(_locate_mismatch(torch, x, first_bad, dst_dev))
+        del first_bad
+    return test
 
 
 def _copy_fail(events, torch, exc, src, size_mib, dst=None, method=None):
