@@ -377,43 +377,13 @@ def build_inventory(sysfs, vendor_ids=(NVIDIA_VENDOR_ID,), addresses=None):
             summaries[address] = sysfs.function_summary(address)
         return summaries[address]
 
-    slots = {}
-    for address in all_functions:
-        slots.setdefault(pci_slot(address), []).append(address)
-
     iommu_enabled = sysfs.iommu_enabled()
     wanted = set(addresses) if addresses else None
-    entries = []
-    companions_of = {}
-    numa_unknown = []
-    for address in matched:
-        info = summary(address)
-        siblings = [addr for addr in slots[pci_slot(address)] if addr != address]
-        if is_bridge_class(parse_hex(info['class'])):
-            continue
-        gpu_sibling = [addr for addr in siblings if summary(addr)['is_gpu']]
-        if not info['is_gpu'] and gpu_sibling:
-            companions_of[address] = gpu_sibling[0]
-            continue
-        if wanted is not None and address not in wanted:
-            continue
-        entries.append(_gpu_entry(sysfs, address, info, [summary(addr) for addr in siblings], summary, warnings))
-        if entries[-1]['numa_node'] == -1:
-            numa_unknown.append(address)
-
+    entries, companions_of = _card_entries(sysfs, all_functions, matched, summary, wanted, warnings)
     if wanted is not None:
-        found = set(entry['address'] for entry in entries)
-        for address in sorted(wanted - found, key=pci_address_sort_key):
-            if address in companions_of:
-                warnings.append('%s is a companion function of %s: it is listed in that entry\'s companion_functions'
-                                % (address, companions_of[address]))
-            elif address in summaries:
-                warnings.append('%s is a bridge, not inventoried' % address)
-            elif address in all_functions:
-                warnings.append('%s exists but its vendor is not one of %s' % (address, ', '.join(sorted(vendor_ids))))
-            else:
-                warnings.append('%s: no such PCI function below %s' % (address, sysfs.path(PCI_DEVICES_DIR)))
+        _explain_not_inventoried(sysfs, wanted, entries, companions_of, summaries, all_functions, vendor_ids, warnings)
 
+    numa_unknown = [entry['address'] for entry in entries if entry['numa_node'] == -1]
     if numa_unknown:
         warnings.append('numa_node is -1 (unknown: the firmware reports no NUMA affinity, typical of VMs and NPS1 '
                         'hosts) for %s' % ', '.join(numa_unknown))
@@ -432,6 +402,44 @@ def build_inventory(sysfs, vendor_ids=(NVIDIA_VENDOR_ID,), addresses=None):
         'iommu_enabled': iommu_enabled,
         'warnings': warnings,
     }
+
+
+def _card_entries(sysfs, all_functions, matched, summary, wanted, warnings):
+    """(entries, companions_of): one entry per matched card that ``wanted`` (None: all) names, bridges skipped; a
+    non-GPU function in a GPU's slot is recorded in companions_of (address -> the GPU's address) instead."""
+    slots = {}
+    for address in all_functions:
+        slots.setdefault(pci_slot(address), []).append(address)
+    entries = []
+    companions_of = {}
+    for address in matched:
+        info = summary(address)
+        siblings = [addr for addr in slots[pci_slot(address)] if addr != address]
+        if is_bridge_class(parse_hex(info['class'])):
+            continue
+        gpu_sibling = [addr for addr in siblings if summary(addr)['is_gpu']]
+        if not info['is_gpu'] and gpu_sibling:
+            companions_of[address] = gpu_sibling[0]
+            continue
+        if wanted is not None and address not in wanted:
+            continue
+        entries.append(_gpu_entry(sysfs, address, info, [summary(addr) for addr in siblings], summary, warnings))
+    return entries, companions_of
+
+
+def _explain_not_inventoried(sysfs, wanted, entries, companions_of, summaries, all_functions, vendor_ids, warnings):
+    """A warning for each wanted address that has no entry, saying why."""
+    found = set(entry['address'] for entry in entries)
+    for address in sorted(wanted - found, key=pci_address_sort_key):
+        if address in companions_of:
+            warnings.append('%s is a companion function of %s: it is listed in that entry\'s companion_functions'
+                            % (address, companions_of[address]))
+        elif address in summaries:
+            warnings.append('%s is a bridge, not inventoried' % address)
+        elif address in all_functions:
+            warnings.append('%s exists but its vendor is not one of %s' % (address, ', '.join(sorted(vendor_ids))))
+        else:
+            warnings.append('%s: no such PCI function below %s' % (address, sysfs.path(PCI_DEVICES_DIR)))
 
 
 def _gpu_entry(sysfs, address, info, companions, summary, warnings):
