@@ -5,7 +5,10 @@
 """Action of llmops.inference.plan_files: write the report files of make plan on the controller (docs in the module).
 
 One call per host writes all its files (and removes what a refused host must not keep), with no module run: make
-plan over an inventory of many hosts spends its time planning, not copying.
+plan over an inventory of many hosts spends its time planning, not copying. A role's template (the sglang_server unit
+and environment file) is rendered here as ansible.builtin.template renders it (the same Jinja options, the same
+ansible_managed and template_* variables, the task's variables plus the item's vars), then written like the other
+files: the bytes the deploy's template task writes, without its stat and copy module runs.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,6 +23,12 @@ import tempfile
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible.plugins.action import ActionBase
+from ansible.template import trust_as_template
+
+try:  # ansible-core 2.19: where ansible.builtin.template takes ansible_managed and the template_* variables from
+    from ansible._internal._templating import _template_vars
+except ImportError:  # pragma: no cover - an older ansible-core
+    _template_vars = None
 
 
 def render(content):
@@ -53,8 +62,28 @@ def write(path, text, mode):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(('dest', 'files', 'remove', 'mode'))
+    _VALID_ARGS = frozenset(('dest', 'files', 'remove', 'mode', 'templates'))
     _requires_connection = False
+
+    def render_template(self, item, task_vars):
+        """Text of one O(templates) entry, rendered as ansible.builtin.template renders its src (defaults of its
+        options: trim_blocks, no lstrip_blocks, newline \\n), with the task's variables and the entry's vars."""
+        source = to_text(item.get('src') or '')
+        if not os.path.isabs(source) or not os.path.isfile(source):
+            raise AnsibleActionFail('plan_files: templates: src must be an existing absolute file, got %r' % (source,))
+        template_data = trust_as_template(self._loader.get_text_file_contents(source))
+        searchpath = list(task_vars.get('ansible_search_path', [])) + [self._loader._basedir, os.path.dirname(source)]
+        searchpath = [q for p in searchpath for q in (os.path.join(p, 'templates'), p)]
+        temp_vars = dict(task_vars)
+        temp_vars.update(item.get('vars') or {})
+        if _template_vars is not None:
+            temp_vars.update(_template_vars.generate_ansible_template_vars(
+                path=source, fullpath=source, dest_path=item.get('dest'),
+                include_ansible_managed='ansible_managed' not in temp_vars))
+        templar = self._templar.copy_with_new_env(searchpath=searchpath, available_variables=temp_vars)
+        resultant = templar.template(template_data, escape_backslashes=False,
+                                     overrides=dict(trim_blocks=True, lstrip_blocks=False, newline_sequence='\n'))
+        return '' if resultant is None else resultant
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -66,7 +95,10 @@ class ActionModule(ActionBase):
         files = args.get('files') or {}
         remove = args.get('remove') or []
         mode = int(str(args.get('mode') or '0644'), 8)
-        names = list(files) + list(remove)
+        templates = args.get('templates') or []
+        if not isinstance(templates, list) or not all(isinstance(t, dict) and t.get('dest') for t in templates):
+            raise AnsibleActionFail('plan_files: templates is a list of {src, dest, mode, vars}, got %r' % (templates,))
+        names = list(files) + list(remove) + [t['dest'] for t in templates]
         for name in names:
             full = os.path.normpath(os.path.join(dest, name))
             if os.path.isabs(name) or not full.startswith(dest + os.sep):
@@ -85,9 +117,11 @@ class ActionModule(ActionBase):
                         shutil.rmtree(path)
                     else:
                         os.unlink(path)
-        for name, content in sorted(files.items()):
+        entries = [(name, render(content), mode) for name, content in sorted(files.items())]
+        entries += [(t['dest'], self.render_template(t, task_vars or {}), int(str(t.get('mode') or '0644'), 8))
+                    for t in templates]
+        for name, text, file_mode in entries:
             path = os.path.join(dest, name)
-            text = render(content)
             if check:
                 try:
                     with open(path, 'rb') as handle:
@@ -100,7 +134,7 @@ class ActionModule(ActionBase):
                 continue
             if not os.path.isdir(os.path.dirname(path)):
                 os.makedirs(os.path.dirname(path))
-            if write(path, text, mode):
+            if write(path, text, file_mode):
                 written.append(name)
                 changed = True
         result.update(changed=changed, dest=dest, written=written, removed=removed)

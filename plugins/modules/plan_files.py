@@ -16,8 +16,13 @@ description:
   - An action that runs on the controller only. It writes every file of O(files) under O(dest) (a string as it is,
     anything else as indented JSON), atomically and only when the content changed, and first removes the paths of
     O(remove) (files or directories), so a host that no longer renders keeps none of an earlier run's files.
-  - Used by C(playbooks/plan.yml) for C(deployment.json), C(plan.json), C(plan.md) and C(sglang_argv.json); no module
-    runs, so planning an inventory of many hosts is not dominated by file copies.
+  - O(templates) are rendered on the controller as M(ansible.builtin.template) renders its source (trim_blocks on,
+    lstrip_blocks off, newline V(\\n), C(ansible_managed) and the C(template_*) variables), with the task's variables
+    and each entry's O(templates[].vars), and written like O(files): the bytes the template task writes, without its
+    stat and copy module runs.
+  - Used by C(playbooks/plan.yml) for C(deployment.json), C(plan.json), C(plan.md), C(sglang_argv.json), the split and
+    LXC lines and the sglang_server unit and environment file (the role's own templates); no module runs, so planning
+    an inventory of many hosts is not dominated by file copies.
 author:
   - llmops.inference maintainers (@llmops)
 extends_documentation_fragment:
@@ -45,9 +50,31 @@ options:
     elements: str
     default: []
   mode:
-    description: Octal mode of the written files.
+    description: Octal mode of the files of O(files).
     type: str
     default: '0644'
+  templates:
+    description: Templates to render under O(dest), after O(remove).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      src:
+        description: Absolute path of the Jinja template on the controller.
+        type: path
+        required: true
+      dest:
+        description: Relative path under O(dest).
+        type: str
+        required: true
+      mode:
+        description: Octal mode of the rendered file.
+        type: str
+        default: '0644'
+      vars:
+        description: Variables for this template only, over the task's (as a template task's C(vars)).
+        type: dict
+        default: {}
 """
 
 EXAMPLES = r"""
@@ -58,6 +85,16 @@ EXAMPLES = r"""
       deployment.json: "{{ llmops_deployment }}"
       plan.md: "{{ llmops_deployment.plan.report_markdown }}"
     remove: [files, sglang_argv.json]
+
+- name: Render a role's template as its template task would, with one variable of its own
+  llmops.inference.plan_files:
+    dest: "{{ playbook_dir }}/../build/plan/{{ inventory_hostname }}"
+    templates:
+      - src: "{{ playbook_dir }}/../roles/sglang_server/templates/etc/sglang/sglang.env.j2"
+        dest: files/etc/sglang/server.env
+        mode: "0600"
+        vars:
+          _sglang_server_redact: true
 """
 
 RETURN = r"""

@@ -62,3 +62,36 @@ def test_refuses_paths_outside_dest(tmp_path, name):
 def test_refuses_a_relative_dest():
     with pytest.raises(AnsibleActionFail, match='absolute directory'):
         run(dict(dest='build/plan', files={}))
+
+
+def run_with_templar(args, task_vars):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    task = MagicMock()
+    task.args = args
+    task.async_val = 0
+    task.check_mode = False
+    loader = DataLoader()
+    action = plan_files.ActionModule(task, MagicMock(), MagicMock(), loader, Templar(loader=loader), MagicMock())
+    return action.run(task_vars=task_vars)
+
+
+def test_renders_a_template_as_the_template_action_does(tmp_path):
+    """trim_blocks on, lstrip_blocks off, ansible_managed given, the entry's vars over the task's, its own mode."""
+    src = tmp_path / 'unit.j2'
+    src.write_text('# {{ ansible_managed }}\n{% if on %}\nA={{ a }}\n{% endif %}\n  {% if on %}B{% endif %}\nC={{ c }}\n')
+    dest = str(tmp_path / 'host')
+    result = run_with_templar(dict(dest=dest, templates=[{'src': str(src), 'dest': 'files/etc/x.env', 'mode': '0600',
+                                                           'vars': {'c': 'entry'}}]),
+                              {'on': True, 'a': 1, 'c': 'task'})
+    path = os.path.join(dest, 'files', 'etc', 'x.env')
+    assert result['written'] == ['files/etc/x.env']
+    assert open(path).read() == '# Ansible managed\nA=1\n  BC=entry\n'  # trim_blocks eats the newline after a block
+    assert oct(os.stat(path).st_mode & 0o777) == '0o600'
+
+
+def test_refuses_a_template_outside_dest_or_missing(tmp_path):
+    with pytest.raises(AnsibleActionFail, match='not a path inside'):
+        run(dict(dest=str(tmp_path), templates=[{'src': '/etc/hostname', 'dest': '../x'}]))
+    with pytest.raises(AnsibleActionFail, match='existing absolute file'):
+        run_with_templar(dict(dest=str(tmp_path), templates=[{'src': 'rel.j2', 'dest': 'x'}]), {})
