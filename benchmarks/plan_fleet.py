@@ -7,7 +7,9 @@
   python benchmarks/plan_fleet.py [--hosts 2,8,16,32,64] [--repeat 1] [--out build/plan-fleet] [--json FILE]
 
 Each inventory is the example's pair repeated: pve<k> (a copy of inventories/example/host_vars/pve1.yml) and
-sglang-ct<k> (a copy of host_vars/sglang-ct.yml with llmops_lxc_host: pve<k>), the example's group_vars as they are.
+sglang-ct<k> (a copy of host_vars/sglang-ct.yml with llmops_lxc_host: pve<k>), the example's group_vars as they are;
+k is zero-padded to one width (pve01 .. pve32), so every host name has the same length and a title's underline in
+plan.md is the same in every pair.
 playbooks/plan.yml renders it offline, as `make plan` does (tests/tools/plan_gate.py's render: the same command
 line, the same environment), and the table gives the wall time, seconds per host and the controller's peak RSS.
 Every generated pair's files must be byte-identical to the first pair's once host names are swapped: a plan that gets
@@ -58,15 +60,22 @@ def write_inventory(path, pairs):
     if not re.search(r'^llmops_lxc_host: pve1$', ct, re.MULTILINE):
         raise SystemExit('plan_fleet: inventories/example/host_vars/sglang-ct.yml no longer says llmops_lxc_host: pve1')
     proxmox, servers = [], []
-    for k in range(1, pairs + 1):
-        with open(os.path.join(path, 'host_vars', 'pve%d.yml' % k), 'w', encoding='utf-8') as handle:
+    for k in names(pairs):
+        n = int(k)
+        with open(os.path.join(path, 'host_vars', 'pve%s.yml' % k), 'w', encoding='utf-8') as handle:
             handle.write(pve)
-        with open(os.path.join(path, 'host_vars', 'sglang-ct%d.yml' % k), 'w', encoding='utf-8') as handle:
-            handle.write(re.sub(r'^llmops_lxc_host: pve1$', 'llmops_lxc_host: pve%d' % k, ct, flags=re.MULTILINE))
-        proxmox.append('        pve%d:\n          ansible_host: 192.0.2.%d' % (k, (2 * k) % 250 + 2))
-        servers.append('        sglang-ct%d:\n          ansible_host: 192.0.2.%d' % (k, (2 * k + 1) % 250 + 2))
+        with open(os.path.join(path, 'host_vars', 'sglang-ct%s.yml' % k), 'w', encoding='utf-8') as handle:
+            handle.write(re.sub(r'^llmops_lxc_host: pve1$', 'llmops_lxc_host: pve%s' % k, ct, flags=re.MULTILINE))
+        proxmox.append('        pve%s:\n          ansible_host: 192.0.2.%d' % (k, (2 * n) % 250 + 2))
+        servers.append('        sglang-ct%s:\n          ansible_host: 192.0.2.%d' % (k, (2 * n + 1) % 250 + 2))
     with open(os.path.join(path, 'hosts.yml'), 'w', encoding='utf-8') as handle:
         handle.write(HOSTS_YML % dict(pairs=pairs, proxmox='\n'.join(proxmox), servers='\n'.join(servers)))
+
+
+def names(pairs):
+    """The pair numbers as host-name suffixes, zero-padded to one width: ['01', '02', ..] for 10 pairs or more."""
+    width = len(str(pairs))
+    return ['%0*d' % (width, k) for k in range(1, pairs + 1)]
 
 
 def host_files(out_dir, host, rename):
@@ -86,15 +95,16 @@ def host_files(out_dir, host, rename):
 
 def same_artefacts(out_dir, pairs):
     """Names of the pairs whose files differ from the first pair's (host names swapped)."""
-    reference = {h: host_files(out_dir, h + '1', []) for h in ('pve', 'sglang-ct')}
+    first, *others = names(pairs)
+    reference = {h: host_files(out_dir, h + first, []) for h in ('pve', 'sglang-ct')}
     if not reference['sglang-ct'] or not reference['pve']:
-        return ['pair 1 wrote no files']
+        return ['pair %s wrote no files' % first]
     differ = []
-    for k in range(2, pairs + 1):
-        rename = [('sglang-ct%d' % k, 'sglang-ct1'), ('pve%d' % k, 'pve1')]
+    for k in others:
+        rename = [('sglang-ct' + k, 'sglang-ct' + first), ('pve' + k, 'pve' + first)]
         for h in ('pve', 'sglang-ct'):
-            if host_files(out_dir, '%s%d' % (h, k), rename) != reference[h]:
-                differ.append('%s%d' % (h, k))
+            if host_files(out_dir, h + k, rename) != reference[h]:
+                differ.append(h + k)
     return differ
 
 

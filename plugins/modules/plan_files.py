@@ -18,7 +18,7 @@ description:
     O(remove) (files or directories), so a host that no longer renders keeps none of an earlier run's files.
   - O(templates) are rendered on the controller as M(ansible.builtin.template) renders its source (trim_blocks on,
     lstrip_blocks off, newline V(\\n), C(ansible_managed) and the C(template_*) variables), with the task's variables
-    and each entry's O(templates[].vars), and written like O(files): the bytes the template task writes, without its
+    and each entry's O(templates[].vars), and written like O(files) (the bytes the template task writes), without its
     stat and copy module runs.
   - Used by C(playbooks/plan.yml) for C(deployment.json), C(plan.json), C(plan.md), C(sglang_argv.json), the split and
     LXC lines and the sglang_server unit and environment file (the role's own templates); no module runs, so planning
