@@ -21,8 +21,8 @@ description:
     and each entry's O(templates[].vars), and written like O(files) (the bytes the template task writes), without its
     stat and copy module runs.
   - Used by C(playbooks/plan.yml) for C(deployment.json), C(plan.json), C(plan.md), C(sglang_argv.json), the split and
-    LXC lines and the sglang_server unit and environment file (the role's own templates); no module runs, so planning
-    an inventory of many hosts is not dominated by file copies.
+    LXC lines, and by the sglang_server role's render entry point for its unit and environment file (its own
+    templates); no module runs, so planning an inventory of many hosts is not dominated by file copies.
 author:
   - llmops.inference maintainers (@llmops)
 extends_documentation_fragment:
@@ -86,15 +86,16 @@ EXAMPLES = r"""
       plan.md: "{{ llmops_deployment.plan.report_markdown }}"
     remove: [files, sglang_argv.json]
 
-- name: Render a role's template as its template task would, with one variable of its own
+# In a role (the sglang_server render entry point does this): its own template, with one variable of its own
+- name: Render the role's environment file as its template task would
   llmops.inference.plan_files:
-    dest: "{{ playbook_dir }}/../build/plan/{{ inventory_hostname }}"
+    dest: "{{ render_root }}"
     templates:
-      - src: "{{ playbook_dir }}/../roles/sglang_server/templates/etc/sglang/sglang.env.j2"
-        dest: files/etc/sglang/server.env
+      - src: "{{ role_path }}/templates/etc/sglang/sglang.env.j2"
+        dest: etc/sglang/server.env
         mode: "0600"
         vars:
-          _sglang_server_redact: true
+          redact: true
 """
 
 RETURN = r"""
