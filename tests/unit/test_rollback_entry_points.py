@@ -47,8 +47,8 @@ def tracked_yaml():
 
 def playbook_files():
     """Every playbook and playbook task file (the callers outside the role)."""
-    return sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, 'playbooks', '**', '*.yml'),
-                                                             recursive=True))
+    found = glob.glob(os.path.join(ROOT, 'playbooks', '**', '*.yml'), recursive=True)
+    return sorted(os.path.relpath(p, ROOT) for p in found)
 
 
 # The callers of the rollback path: none of them may repeat a default of the role.
@@ -114,7 +114,7 @@ def test_the_snapshot_file_list_lives_once_in_the_role():
     users = []
     for rel in tracked_yaml():
         body = read(rel)
-        definitions += [rel for _ in re.finditer('^' + FILE_LIST + ':', body, re.M)]
+        definitions += [rel] * len(re.findall('^' + FILE_LIST + ':', body, re.M))
         if ('loop: "{{ %s }}"' % FILE_LIST) in body:
             users.append(rel)
     assert definitions == ['roles/sglang_server/vars/main.yml']

@@ -97,7 +97,8 @@ def run_here(action, task_vars):
                          cls=get_module_encoder(profile, Direction.CONTROLLER_TO_MODULE)).encode()
     try:
         code, stdout = _run(_module_fqn(name), encoded, profile)
-    except Exception as ex:  # pylint: disable=broad-except - a module crash is a failed task, as on a host
+    # A module crash is a failed task, as on a host.
+    except Exception as ex:  # pylint: disable=broad-except
         return dict(failed=True, msg='%s raised %s: %s (run in the controller process; see the module)'
                     % (name, type(ex).__name__, ex))
     data = action._parse_returned_data(dict(rc=code, stdout=stdout, stderr=''), profile)

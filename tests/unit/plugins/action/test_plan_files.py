@@ -81,9 +81,8 @@ def test_renders_a_template_as_the_template_action_does(tmp_path):
     src = tmp_path / 'unit.j2'
     src.write_text('# {{ ansible_managed }}\n{% if on %}\nA={{ a }}\n{% endif %}\n  {% if on %}B{% endif %}\nC={{ c }}\n')
     dest = str(tmp_path / 'host')
-    result = run_with_templar(dict(dest=dest, templates=[{'src': str(src), 'dest': 'files/etc/x.env', 'mode': '0600',
-                                                           'vars': {'c': 'entry'}}]),
-                              {'on': True, 'a': 1, 'c': 'task'})
+    entry = {'src': str(src), 'dest': 'files/etc/x.env', 'mode': '0600', 'vars': {'c': 'entry'}}
+    result = run_with_templar(dict(dest=dest, templates=[entry]), {'on': True, 'a': 1, 'c': 'task'})
     path = os.path.join(dest, 'files', 'etc', 'x.env')
     assert result['written'] == ['files/etc/x.env']
     assert open(path).read() == '# Ansible managed\nA=1\n  BC=entry\n'  # trim_blocks eats the newline after a block

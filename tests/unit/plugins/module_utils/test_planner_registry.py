@@ -66,8 +66,8 @@ def test_every_family_is_planned_for_a_real_config(name):
     """A family without a config fixture it sizes is untested: add one under tests/fixtures/hf_configs."""
     assert SIZED.get(name), 'no fixture config under tests/fixtures/hf_configs is sized as %s' % name
     fixture, cfg, facts = SIZED[name][0]
-    tp = next(size for size in (8, 4, 2, 1) if facts['heads'] % size == 0 and (facts['kv_heads'] % size == 0
-                                                                              or size % facts['kv_heads'] == 0))
+    tp = next(size for size in (8, 4, 2, 1)
+              if facts['heads'] % size == 0 and (facts['kv_heads'] % size == 0 or size % facts['kv_heads'] == 0))
     # weights_bytes small enough that every fixture loads on one H200-sized GPU: the pools are what is checked here.
     try:
         result = vp.plan(model_config=cfg, gpu_memory_mib=143771, tp_size=tp, release=RELEASE,
