@@ -111,7 +111,8 @@ log "case log: the generated Llama-3.1-8B profile against a real start-up log"
 PYTHONPATH="${ANSIBLE_COLLECTIONS_PATH}${PYTHONPATH:+:${PYTHONPATH}}" python3 - "${root}" "${out}/meta-llama-3.1-8b.yml" <<'PY' || fail "plan vs log"
 import os, re, sys, yaml
 root, path = sys.argv[1:3]
-from ansible_collections.llmops.inference.plugins.module_utils import sglang_release as sr, vram_plan as vp
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sr
+from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan as vp
 table = sr.load_table(yaml.safe_load(open(os.path.join(root, 'profiles', 'sglang_releases.yml'))))
 release = sr.release(table, str(yaml.safe_load(open(os.path.join(root, 'profiles', 'sglang.yml')))['version']))
 text = open(os.path.join(root, 'tests', 'fixtures', 'sglang_logs', 'dense_gqa',
