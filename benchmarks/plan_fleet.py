@@ -123,6 +123,16 @@ def run(hosts, out_root):
                 differ=same_artefacts(out_dir, pairs))
 
 
+def cpu_reference(loops=5000000):
+    """Seconds of a fixed pure-Python loop: how fast this machine is right now (the same code was measured 0.46 and
+    0.62 s per host an hour apart on one machine), so that two tables can be compared."""
+    started = time.perf_counter()
+    total = 0
+    for i in range(loops):
+        total += i
+    return time.perf_counter() - started
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--hosts', default='2,8,16,32,64', help='comma-separated host counts (even)')
@@ -136,6 +146,7 @@ def main(argv=None):
     os.environ['ANSIBLE_COLLECTIONS_PATH'] = os.path.join(ROOT, '.collections')
     rows = []
     print('make plan (playbooks/plan.yml) over generated fleets; target <= 0.5 s per host at 64 hosts')
+    print('CPU reference: a 5M-iteration Python loop in %.2f s (compare tables only at similar figures)' % cpu_reference())
     print('%6s  %9s  %10s  %13s  %s' % ('hosts', 'seconds', 's / host', 'peak RSS MiB', 'same artefacts'))
     for n in counts:
         row = run(n, args.out)
