@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # apt-get calls of the suites wait for a dpkg lock another suite holds (tests/tools/apt.conf).
 export APT_CONFIG := $(CURDIR)/tests/tools/apt.conf
 
-.PHONY: help venv plan plan-check plan-accept profile render-check test checks quick-checks heavy-checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
+.PHONY: help venv plan plan-check plan-accept profile render-check sglang-release test checks quick-checks heavy-checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
@@ -25,6 +25,7 @@ help:
 	@echo "            - what if: a plan of its own in build/plan-whatif/ (build/plan untouched)"
 	@echo "make plan-check / plan-accept - the plan of $(INVENTORY) against its approved plan / approve it (docs/ci.md)"
 	@echo "make test   - unit, lint, docs, sanity, SGLang parser, ansible-test integration, molecule lab"
+	@echo "make sglang-release VERSION=x.y.z - the report of moving the SGLang pin to that release (docs/releases/)"
 	@echo "make profile REPO=org/name [REVISION=main] [ENDPOINT=url] [SRC=dir] [TP=n] [DEST=file|dir] [FORCE=1] [DIFF=1]"
 	@echo "            - a model profile in profiles/models/ from the checkpoint's config.json (Hub, mirror or SRC);"
 	@echo "              from any directory: make -C <collection> profile SRC=./ckpt (SRC, DEST relative to where you are);"
@@ -66,6 +67,13 @@ plan: venv
 # (docs/ci.md, "Render reference"): a refactoring changes none; `render_reference.py update --reason ..` records a change.
 render-check: venv
 	@$(BIN)/python tests/tools/render_reference.py check
+
+# make sglang-release VERSION=x.y.z: the report of moving the SGLang pin to VERSION, from both releases' own code
+# (docs/releases/sglang-<pin>-to-<VERSION>.md; tests/tools/sglang-release.sh). Builds VERSION's lab venv (~11 GB) and
+# its lock once; exit 1 while something the collection renders, reads or matches is missing from VERSION.
+sglang-release: venv
+	@test -n "$(VERSION)" || { echo "make sglang-release: give VERSION=x.y.z (a release on the package index)" >&2; exit 2; }
+	@tests/tools/sglang-release.sh '$(VERSION)'
 
 # The plan gate (docs/ci.md): make plan compared with $(INVENTORY)/.plan-approved.json; plan-accept records it.
 plan-check: venv

@@ -25,9 +25,14 @@ VERSION="${1:-$(sed -n -E 's/^version:[[:space:]]*"?([0-9][0-9.]*)"?.*/\1/p' "${
 [ -n "${VERSION}" ] || { echo "setup-bench-venv: no version given and none found in profiles/sglang.yml" >&2; exit 1; }
 PY="${LLMOPS_SGLANG_PYTHON:-python3}"
 
-# The packages of profiles/sglang.yml (sglang and its kernel package at the pinned versions), with all their deps.
-mapfile -t PKGS < <(sed -n -E '/^packages:/,/^[a-z]/ s/^[[:space:]]+([A-Za-z0-9_.-]+):[[:space:]]*"?([0-9][0-9.]*)"?.*/\1==\2/p' \
-    "${REPO_ROOT}/profiles/sglang.yml")
+# The packages of profiles/sglang.yml (sglang and its kernel package at the pinned versions), with all their deps;
+# another release (make sglang-release VERSION=..) is sglang==VERSION, whose own requirements pin its kernel.
+PINNED="$(sed -n -E 's/^version:[[:space:]]*"?([0-9][0-9.]*)"?.*/\1/p' "${REPO_ROOT}/profiles/sglang.yml")"
+PKGS=()
+if [ "${VERSION}" = "${PINNED}" ]; then
+    mapfile -t PKGS < <(sed -n -E '/^packages:/,/^[a-z]/ s/^[[:space:]]+([A-Za-z0-9_.-]+):[[:space:]]*"?([0-9][0-9.]*)"?.*/\1==\2/p' \
+        "${REPO_ROOT}/profiles/sglang.yml")
+fi
 [ "${#PKGS[@]}" -gt 0 ] || PKGS=("sglang==${VERSION}")
 PYVER="$("${PY}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 LOCK="${REPO_ROOT}/profiles/locks/sglang-${VERSION}-py${PYVER}.txt"
@@ -63,7 +68,9 @@ PIP=("${VENV}/bin/python" -m pip install --quiet --disable-pip-version-check)
 quiet "${PIP[@]}" "${DEPS[@]}"
 quiet "${VENV}/bin/python" -m pip check --disable-pip-version-check >&2
 # Proof the real client loads and parses its arguments before the venv counts as built.
-"${VENV}/bin/python" -m sglang.benchmark.serving --help >/dev/null
+# (sglang.benchmark.serving; releases before it moved there have sglang.bench_serving.)
+"${VENV}/bin/python" -m sglang.benchmark.serving --help >/dev/null 2>&1 \
+    || "${VENV}/bin/python" -m sglang.bench_serving --help >/dev/null
 rm -f "${ROOT}"/sglang-bench-"${VERSION}"-*/.complete 2>/dev/null || true
 touch "${VENV}/.complete"
 for old in "${ROOT}"/sglang-bench-"${VERSION}"-*; do

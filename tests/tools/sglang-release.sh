@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# make sglang-release VERSION=x.y.z: the report of moving the pin (profiles/sglang.yml) to VERSION, from both
+# releases' own code (issue #29, point 1). Builds VERSION's lab venv beside the pin's (tests/bench/setup-bench-venv.sh;
+# about 11 GB and 6+ min each, once; pip's cache shares the wheels the releases have in common), generates its hashed
+# lock when it has none (tests/tools/sglang_lock.py), reads each release's facts (tests/sglang/release_facts.py:
+# parser, memory defaults by SGLang's own resolution, metric families, the collection's log texts and pre-checks)
+# and writes docs/releases/sglang-<pin>-to-<VERSION>.md (tests/tools/sglang_release.py). Exit 1 while something the
+# collection renders, reads or matches is missing from VERSION (the report says what); the pin is never changed here.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "${here}/../.." && pwd)"
+version="${1:?usage: sglang-release.sh VERSION}"
+[[ "${version}" =~ ^[0-9]+\.[0-9]+\.[0-9]+(\.post[0-9]+)?$ ]] || {
+    echo "make sglang-release: VERSION=${version} is not a release number such as 0.5.22" >&2; exit 2; }
+pin="$(sed -n -E 's/^version:[[:space:]]*"?([0-9][0-9.]*)"?.*/\1/p' "${root}/profiles/sglang.yml")"
+[ "${version}" != "${pin}" ] || { echo "make sglang-release: ${version} is already the pin (profiles/sglang.yml)" >&2; exit 2; }
+tool="${root}/.venv/bin/python"
+out="${root}/build/sglang-release"
+mkdir -p "${out}" "${root}/docs/releases"
+log() { echo "[sglang-release $(date +%H:%M:%S)] $*" >&2; }
+
+log "the pin's lab venv (${pin})"
+py_old="$("${root}/tests/bench/setup-bench-venv.sh" "${pin}" | tail -n 1)"
+log "the lab venv of ${version}"
+py_new="$("${root}/tests/bench/setup-bench-venv.sh" "${version}" | tail -n 1)"
+pyver="$("${py_new}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+lock="${root}/profiles/locks/sglang-${version}-py${pyver}.txt"
+if [ -f "${lock}" ]; then
+    "${py_new}" "${root}/tests/tools/sglang_lock.py" check "${py_new}" "${lock}"
+else
+    log "generating ${lock#"${root}"/} from the venv's resolution"
+    "${tool}" "${root}/tests/tools/sglang_lock.py" generate "${py_new}" "${lock}"
+fi
+for pair in "${pin}:${py_old}" "${version}:${py_new}"; do
+    log "facts of ${pair%%:*}"
+    "${pair#*:}" "${root}/tests/sglang/release_facts.py" --out "${out}/facts-${pair%%:*}.json"
+done
+report="${root}/docs/releases/sglang-${pin}-to-${version}.md"
+set +e
+"${tool}" "${root}/tests/tools/sglang_release.py" report "${out}/facts-${pin}.json" "${out}/facts-${version}.json" \
+    --out "${report}"
+rc=$?
+set -e
+log "report: ${report#"${root}"/}"
+exit "${rc}"
