@@ -29,6 +29,9 @@ import runpy
 import sys
 
 from ansible.module_utils import basic
+from ansible.plugins.action import ActionBase
+from ansible.plugins.action.normal import ActionModule as NormalAction
+from ansible.utils.vars import merge_hash
 
 try:  # ansible-core 2.19: the encoder AnsiballZ uses for the module's arguments
     from ansible.module_utils.common.json import Direction, get_module_encoder
@@ -104,3 +107,16 @@ def run_here(action, task_vars):
     data = action._parse_returned_data(dict(rc=code, stdout=stdout, stderr=''), profile)
     remove_internal_keys(data)
     return data
+
+
+class TreeReaderAction(NormalAction):
+    """The action of a module that reads a tree (its ``root`` option): the normal module run, or the module's own
+    code in this worker where why_not_here finds nothing that could differ."""
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        if why_not_here(self, task_vars, self._task.args.get('root', '/')):
+            return super(TreeReaderAction, self).run(tmp, task_vars)
+        self._supports_check_mode = True
+        result = ActionBase.run(self, tmp, task_vars)
+        return merge_hash(result, run_here(self, task_vars))
