@@ -25,7 +25,8 @@ help:
 	@echo "            - what if: a plan of its own in build/plan-whatif/ (build/plan untouched)"
 	@echo "make plan-check / plan-accept - the plan of $(INVENTORY) against its approved plan / approve it (docs/ci.md)"
 	@echo "make test   - unit, lint, docs, sanity, SGLang parser, ansible-test integration, molecule lab"
-	@echo "make sglang-release VERSION=x.y.z - the report of moving the SGLang pin to that release (docs/releases/)"
+	@echo "make parser SGLANG_PIN=x.y.z - the SGLang checks (parser, planner oracle, log texts, metrics) against another supported release"
+	@echo "make sglang-release VERSION=x.y.z [FROM=a.b.c] - the report of moving SGLang from FROM (default: the pin) to VERSION (docs/releases/)"
 	@echo "make profile REPO=org/name [REVISION=main] [ENDPOINT=url] [SRC=dir] [TP=n] [DEST=file|dir] [FORCE=1] [DIFF=1]"
 	@echo "            - a model profile in profiles/models/ from the checkpoint's config.json (Hub, mirror or SRC);"
 	@echo "              from any directory: make -C <collection> profile SRC=./ckpt (SRC, DEST relative to where you are);"
@@ -68,12 +69,13 @@ plan: venv
 render-check: venv
 	@$(BIN)/python tests/tools/render_reference.py check
 
-# make sglang-release VERSION=x.y.z: the report of moving the SGLang pin to VERSION, from both releases' own code
-# (docs/releases/sglang-<pin>-to-<VERSION>.md; tests/tools/sglang-release.sh). Builds VERSION's lab venv (~11 GB) and
+# make sglang-release VERSION=x.y.z [FROM=a.b.c]: the report of moving SGLang from FROM (default: the pin) to VERSION,
+# from both releases' own code
+# (docs/releases/sglang-<FROM>-to-<VERSION>.md; tests/tools/sglang-release.sh). Builds VERSION's lab venv (~11 GB) and
 # its lock once; exit 1 while something the collection renders, reads or matches is missing from VERSION.
 sglang-release: venv
 	@test -n "$(VERSION)" || { echo "make sglang-release: give VERSION=x.y.z (a release on the package index)" >&2; exit 2; }
-	@tests/tools/sglang-release.sh '$(VERSION)'
+	@tests/tools/sglang-release.sh '$(VERSION)' $(if $(FROM),'$(FROM)')
 
 # The plan gate (docs/ci.md): make plan compared with $(INVENTORY)/.plan-approved.json; plan-accept records it.
 plan-check: venv
@@ -154,9 +156,10 @@ docs-check: venv
 	$(BIN)/python tests/tools/role_docs.py --check
 
 # The sglang_server flag rules against the pinned SGLang's own argument parser and source (builds the lab's one
-# SGLang venv on first use; integration and molecule reuse it).
+# SGLang venv on first use; integration and molecule reuse it). SGLANG_PIN=x.y.z checks another supported release
+# (one with a lock and an oracle reference) against its own venv: parser, planner oracle, log catalogue, metrics.
 parser: venv
-	tests/sglang/run-parser-tests.sh
+	tests/sglang/run-parser-tests.sh $(SGLANG_PIN)
 
 molecule: venv
 	tests/lab/run-molecule.sh

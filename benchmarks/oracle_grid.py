@@ -6,8 +6,8 @@
 
   PY=$(tests/bench/setup-bench-venv.sh | tail -n 1)
   $PY benchmarks/oracle_grid.py                 # the full grid: a table of the differences, then "N/M cases exact"
-  $PY benchmarks/oracle_grid.py --subset        # the fast subset (the cases of tests/fixtures/oracle/reference.json)
-  $PY benchmarks/oracle_grid.py --write-reference   # regenerate tests/fixtures/oracle/reference.json from SGLang
+  $PY benchmarks/oracle_grid.py --subset        # the fast subset (the cases of tests/fixtures/oracle/reference-<release>.json)
+  $PY benchmarks/oracle_grid.py --write-reference   # regenerate tests/fixtures/oracle/reference-<release>.json from SGLang
   $PY benchmarks/oracle_grid.py --check-reference   # exit 1 when SGLang's outputs differ from the committed file
 
 Runs in the lab SGLang venv (the pinned release; no GPU): the oracle is tests/oracle/sglang_oracle.py (SGLang's own
@@ -32,6 +32,7 @@ the resolved defaults, the per-token cells, the mamba state, the pools (KV token
 
 import argparse
 import glob
+import importlib.metadata
 import json
 import os
 import re
@@ -43,14 +44,31 @@ import yaml
 
 # tests/tools/collection_paths.py: ROOT, the pin, the release table; it puts the checkout's .collections on sys.path.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests', 'tools'))
-from collection_paths import ROOT, release  # noqa: E402  pylint: disable=wrong-import-position
+from collection_paths import PIN, ROOT, release  # noqa: E402  pylint: disable=wrong-import-position
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'oracle'))
 
 from ansible_collections.llmops.inference.plugins.module_utils.planner import profile_gen  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts  # noqa: E402
 
-REFERENCE = os.path.join(ROOT, 'tests', 'fixtures', 'oracle', 'reference.json')
+
+
+def _release_under_test():
+    """The installed SGLang's release where this runs in a lab venv (`make parser SGLANG_PIN=x.y.z` checks any
+    supported release), else the pin."""
+    try:
+        return importlib.metadata.version('sglang')
+    except importlib.metadata.PackageNotFoundError:
+        return PIN
+
+
+def reference_path(version):
+    """The committed oracle outputs of one release (each supported release has its own)."""
+    return os.path.join(ROOT, 'tests', 'fixtures', 'oracle', 'reference-%s.json' % version)
+
+
+VERSION = _release_under_test()
+REFERENCE = reference_path(VERSION)
 FIXTURES = os.path.join(ROOT, 'tests', 'fixtures', 'hf_configs')
 TPS = (1, 2, 4, 8)
 GENERIC_GPUS = (('24gb', 24576, '8.9', None), ('48gb', 49152, '8.9', None), ('80gb', 81920, '9.0', None))
@@ -477,7 +495,7 @@ def main(argv=None):
     parser.add_argument('-v', '--verbose', action='store_true')
     args = parser.parse_args(argv)
     start = time.time()
-    rel = release()
+    rel = release(VERSION)
     with tempfile.TemporaryDirectory(prefix='oracle-grid-') as tmp:
         everything = cases(rel, tmp)
         selected = everything

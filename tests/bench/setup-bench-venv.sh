@@ -46,7 +46,15 @@ else
     DEPS=("${PKGS[@]}")
     LOCK_ID=none
 fi
-RECIPE="$(printf '%s\n' "${VERSION}" "${PY}" "${PKGS[@]}" "lock ${LOCK_ID}" | sha256sum | cut -c1-10)"
+# Requirements of the release's own wheel installed at another version (install_overrides of its release-table entry,
+# e.g. a pre-release that only a vendor index serves): pip cannot override a requirement, so without a lock the wheel
+# goes in with --no-deps and its requirements are resolved with the override (tests/tools/sglang_install.py); with or
+# without a lock, pip check then accepts exactly the line each override makes.
+TOOL_PY="${REPO_ROOT}/.venv/bin/python"
+[ -x "${TOOL_PY}" ] || TOOL_PY=python3
+OVERRIDES="$("${TOOL_PY}" "${REPO_ROOT}/tests/tools/sglang_install.py" overrides "${VERSION}" | tr '\n' ' ')"
+RECIPE="$(printf '%s\n' "${VERSION}" "${PY}" "${PKGS[@]}" "lock ${LOCK_ID}" "overrides ${OVERRIDES}" \
+    | sha256sum | cut -c1-10)"
 ROOT="${LLMOPS_SGLANG_VENV_ROOT:-${XDG_CACHE_HOME:-${HOME}/.cache}/llmops-inference}"
 VENV="${ROOT}/sglang-bench-${VERSION}-${RECIPE}"
 
@@ -64,9 +72,20 @@ fi
 started=${SECONDS}
 rm -rf "${VENV}"
 "${PY}" -m venv "${VENV}"
-PIP=("${VENV}/bin/python" -m pip install --quiet --disable-pip-version-check)
-quiet "${PIP[@]}" "${DEPS[@]}"
-quiet "${VENV}/bin/python" -m pip check --disable-pip-version-check >&2
+# From the package index alone, as a serving host installs: this machine's pip configuration adds local wheels and a
+# constraint file (find-links /opt/wheels holds torch 2.13.0+cpu, which satisfies a release's torch==2.13.0 and breaks
+# torchvision: "operator torchvision::nms does not exist", measured with 0.5.18).
+PIP=(env -u PIP_FIND_LINKS -u PIP_CONSTRAINT -u PIP_EXTRA_INDEX_URL PIP_CONFIG_FILE=/dev/null
+     "${VENV}/bin/python" -m pip install --quiet --disable-pip-version-check)
+if [ -n "${OVERRIDES// /}" ] && [ "${LOCK_ID}" = none ]; then
+    echo "setup-bench-venv: sglang ${VERSION} installs ${OVERRIDES}at another version than it requires (install_overrides)" >&2
+    quiet "${PIP[@]}" --no-deps "${PKGS[@]}"
+    mapfile -t REQS < <("${TOOL_PY}" "${REPO_ROOT}/tests/tools/sglang_install.py" requirements "${VERSION}" "${VENV}/bin/python")
+    quiet "${PIP[@]}" "${REQS[@]}"
+else
+    quiet "${PIP[@]}" "${DEPS[@]}"
+fi
+"${TOOL_PY}" "${REPO_ROOT}/tests/tools/sglang_install.py" check "${VERSION}" "${VENV}/bin/python" >&2
 # Proof the real client loads and parses its arguments before the venv counts as built.
 # (sglang.benchmark.serving; releases before it moved there have sglang.bench_serving.)
 "${VENV}/bin/python" -m sglang.benchmark.serving --help >/dev/null 2>&1 \

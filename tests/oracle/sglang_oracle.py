@@ -311,6 +311,14 @@ def _layer_model(model_config):
     return None
 
 
+def _since_0523(func, **newer):
+    """``func`` with the keyword arguments of a later release added where it takes them (0.5.23's
+    KVCacheConfigurator has draft_parallel_layout; 0.5.22's does not): the same call for every supported release."""
+    import inspect
+    taken = dict((k, v) for k, v in newer.items() if k in inspect.signature(func).parameters)
+    return lambda *args, **kwargs: func(*args, **dict(kwargs, **taken))
+
+
 def run_case(case):
     """One case -> the result dict documented in the module docstring."""
     start = time.time()
@@ -389,12 +397,12 @@ def _run(case, result, sg):
     from sglang.srt.configs.model_config import AttentionArch  # pylint: disable=import-error
     use_mla = model_config.attention_arch == AttentionArch.MLA
     sliding = sg['load_model_utils'].resolve_sliding_window_size(model, model_config)
-    kvc = _stage('pool', sg['kvcm'].KVCacheConfigurator,
+    kvc = _stage('pool', _since_0523(sg['kvcm'].KVCacheConfigurator, draft_parallel_layout=None),
                  device='cuda', gpu_id=0, attn_dp_size=parallel.attn_dp_size, pp_size=1, pp_group=None, model=model,
                  model_config=model_config, server_args=sa, kv_cache_dtype=kv_dtype, kv_cache_dtype_str=kv_dtype_str,
                  model_dtype=model_config.dtype, page_size=rc.get_schedule().page_size,
                  sliding_window_size=sliding, spec_algorithm=spec_algorithm, is_draft_worker=False,
-                 post_capture_kv_active=False, spec_aux_config=spec_aux, draft_parallel_layout=None,
+                 post_capture_kv_active=False, spec_aux_config=spec_aux,
                  is_hybrid_swa=model_config.is_hybrid_swa,
                  is_hybrid_swa_compress=getattr(model_config, 'is_hybrid_swa_compress', False),
                  use_mla_backend=use_mla, layer_info=layer_info, forward_stream=None, req_to_token_pool=None,

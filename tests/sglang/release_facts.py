@@ -18,6 +18,11 @@ is the installed release's own.
   texts         every log text and pre-check wording the collection matches (tests/sglang/test_log_catalogue.py,
                 run against this release's table entry, or the pin's as the draft when it has none): label -> PASS,
                 FAIL or SKIP with the detail
+  registry      the architectures of the release's model registry (ModelRegistry.get_supported_archs)
+  host_programs for each host program of the pin's entry, whether this release's source has its missing message
+  rendered      every command line the collection renders in the parser check (tests/sglang/test_parser.py
+                good_command_lines: the seed's variants and every committed profile), rendered with the same entry
+                and parsed by this release's own parser: name -> its flags, whether the parser accepts it, its error
 
   $PY tests/sglang/release_facts.py --out build/sglang-release/facts-0.5.22.json
 """
@@ -121,30 +126,68 @@ def metrics():
 def texts(version):
     """label -> [status, detail] of every text and pre-check the collection matches, against this release."""
     import test_log_catalogue as cat
-    from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release
-    table = release_table_data()
-    draft = version not in table['releases']
     try:
-        release = sglang_release.release(table, PIN if draft else version)
+        release, entry = _entry(version)
     except ValueError as exc:
         return dict(error='the release table entry of %s does not load: %s' % (version, exc))
     found = cat.origins(cat.site_packages())
     out = []
     cat.check_texts(release, found, out)
     cat.check_prechecks(release, found['sglang'], out)
-    return dict(entry='%s (the pin\'s entry as the draft)' % PIN if draft else version,
-                results=dict((label, [status, detail]) for status, label, detail in out))
+    return dict(entry=entry, results=dict((label, [status, detail]) for status, label, detail in out))
+
+
+def registry():
+    from sglang.srt.models.registry import ModelRegistry
+    return sorted(ModelRegistry.get_supported_archs())
+
+
+def host_programs():
+    """program -> whether the release's own source prints the pin's entry's message for it (the same substring test
+    as tests/sglang/test_parser.py)."""
+    import sglang
+    import test_parser
+    source = test_parser.srt_source(os.path.dirname(sglang.__file__))
+    programs = (release_table_data()['releases'][PIN].get('host_programs') or {})
+    return dict((name, spec['missing_message'] in source) for name, spec in sorted(programs.items()))
+
+
+def _entry(version):
+    """The release table entry the collection's rules use for this release: its own where it has flag rules and
+    defaults (a release whose planner is not read yet has them), else the pin's as the draft."""
+    from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release
+    table = release_table_data()
+    draft = not set(('flags', 'defaults')) <= set(table['releases'].get(version) or {})
+    label = '%s (the pin\'s entry as the draft)' % PIN if draft else version
+    return sglang_release.release(table, PIN if draft else version, need=('flags', 'defaults')), label
+
+
+def rendered(version):
+    """name -> {flags, ok, error} of every command line of the parser check, by this release's parser."""
+    import test_parser
+    try:
+        release, label = _entry(version)
+    except ValueError as exc:
+        return dict(error='the release table entry of %s does not load: %s' % (version, exc))
+    lines = {}
+    for name, result in sorted(test_parser.good_command_lines(release).items()):
+        argv = result['argv']
+        parsed = test_parser.checker.check(argv)
+        lines[name] = dict(flags=sorted(set(a.split('=')[0] for a in argv if a.startswith('--'))), ok=parsed['ok'],
+                           error=None if parsed['ok'] else str(parsed.get('error'))[:300])
+    return dict(entry=label, lines=lines)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--out', help='write the JSON here (default: stdout)')
-    parser.add_argument('--skip', default='', help='comma-separated sections to leave out (memory,metrics,texts)')
+    parser.add_argument('--skip', default='', help='comma-separated sections to leave out (memory,metrics,texts,rendered,registry,host_programs)')
     args = parser.parse_args(argv)
     version = importlib.metadata.version('sglang')
     skip = set(s for s in args.skip.split(',') if s)
     facts = dict(version=version, server_args=server_args())
-    for name, func in (('metrics', metrics), ('texts', lambda: texts(version)), ('memory', memory)):
+    for name, func in (('metrics', metrics), ('texts', lambda: texts(version)), ('rendered', lambda: rendered(version)),
+                       ('registry', registry), ('host_programs', host_programs), ('memory', memory)):
         if name not in skip:
             facts[name] = func()
     text = json.dumps(facts, indent=1, sort_keys=True)

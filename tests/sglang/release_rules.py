@@ -166,6 +166,10 @@ def detection_matches_sglang(release):
     from ansible_collections.llmops.inference.plugins.module_utils.sglang import parser_detect as pd
     from sglang.srt.parser import template_detection as td  # pylint: disable=import-error
     family = release['detection']
+    if family is None:
+        # A release whose detection code was not read (or differs): make profile keeps "auto"; nothing to compare.
+        print('SKIP table: no parser-detection family for sglang %s (make profile keeps auto)' % release['version'])
+        return []
     out = []
     # The rule tables: names, values and order.
     ours_modes = [(name, pd._toggle(value)) for name, value, dummy in family['reasoning_modes']]  # pylint: disable=protected-access

@@ -8,11 +8,32 @@ default settings (the Observability and Schedule structs of srt/arg_groups/field
 multiprocess mode like the server (srt/utils/common.py set_prometheus_multiproc_dir), fed one of each event the
 collection's rules and dashboard read (a scheduler stats log, the start-up constants, a finished speculative request
 with its TTFT and inter-token latency, a retraction, an abort, an HTTP response), and collected the way
-add_prometheus_middleware serves /metrics (a MultiProcessCollector on a fresh registry).
+add_prometheus_middleware serves /metrics (a MultiProcessCollector on a fresh registry). The HTTP counters are
+srt/observability/http_request_metrics.py from 0.5.23; before it, the middleware of srt/utils/common.py
+(add_prometheus_track_response_middleware), which defines them on the app it wraps: it gets one real request.
 """
 import os
 import sys
 import tempfile
+
+
+def one_http_request():
+    """One POST /generate answered 200, counted by the release's own HTTP metrics."""
+    try:
+        from sglang.srt.observability import http_request_metrics  # pylint: disable=import-error
+    except ImportError:
+        from fastapi import FastAPI  # pylint: disable=import-error
+        from fastapi.testclient import TestClient  # pylint: disable=import-error
+        from sglang.srt.utils.common import add_prometheus_track_response_middleware  # pylint: disable=import-error
+        app = FastAPI()
+        add_prometheus_track_response_middleware(app)
+        app.post('/generate')(lambda: {})
+        assert TestClient(app).post('/generate').status_code == 200
+        return
+    http_request_metrics.init_http_request_metrics()
+    http = http_request_metrics._http_request_metrics  # pylint: disable=protected-access
+    http.requests_total.labels(endpoint='/generate', method='POST').inc()
+    http.responses_total.labels(endpoint='/generate', method='POST', status_code='200').inc()
 
 
 def main():
@@ -21,7 +42,6 @@ def main():
     import sglang.srt.observability.metrics_collector as mc  # pylint: disable=import-error
     from sglang.srt.arg_groups.fields.observability import Observability  # pylint: disable=import-error
     from sglang.srt.arg_groups.fields.schedule import Schedule  # pylint: disable=import-error
-    from sglang.srt.observability import http_request_metrics  # pylint: disable=import-error
     from prometheus_client import CollectorRegistry, generate_latest, multiprocess  # pylint: disable=import-error
 
     # The collectors read the published config bags; outside a server these are the release's defaults.
@@ -34,8 +54,6 @@ def main():
         labels=dict(model_name='m', engine_type='unified', tp_rank=0, pp_rank=0, moe_ep_rank=0), server_args=None)
     tokenizer_labels = dict(model_name='m', engine_type='unified')
     tokenizer = mc.TokenizerMetricsCollector(server_args=None, labels=tokenizer_labels)
-    http_request_metrics.init_http_request_metrics()
-    http = http_request_metrics._http_request_metrics  # pylint: disable=protected-access
 
     scheduler.log_stats(mc.SchedulerStats(spec_accept_length=2.5, spec_accept_rate=0.5, token_usage=0.1))
     scheduler.emit_constants(max_total_num_tokens=1000, max_total_num_tokens_swa=None, weight_memory_usage_gb=1.0,
@@ -48,8 +66,7 @@ def main():
     tokenizer.observe_time_to_first_token(tokenizer_labels, 0.2, stream=False)
     tokenizer.observe_inter_token_latency(tokenizer_labels, 0.03, 2)
     tokenizer.observe_one_aborted_request(tokenizer_labels)
-    http.requests_total.labels(endpoint='/generate', method='POST').inc()
-    http.responses_total.labels(endpoint='/generate', method='POST', status_code='200').inc()
+    one_http_request()
 
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)

@@ -194,6 +194,7 @@ def origins(site):
         'nccl': Binaries([os.path.join(site, 'nvidia', 'nccl', 'lib', 'libnccl.so*')]),
         'pynvml': PySource([os.path.join(site, 'pynvml.py')]),
         'transformers': PySource([os.path.join(site, 'transformers')]),
+        'uvicorn': PySource([os.path.join(site, 'uvicorn')]),
         'python': Python(),
         'libc': Libc(),
     }

@@ -95,8 +95,10 @@ def architectures_match_source(release):
     # The breakable-prefill-graph allow-list decides a term of the default mem_fraction_static: all of it, no more.
     from sglang.srt.configs import model_config as sg_model_config  # pylint: disable=import-error
     theirs = set(sg_model_config.multimodal_breakable_cuda_graph_supported_model_archs)
-    out.append(('architectures breakable_graph_multimodal', set(arch['breakable_graph_multimodal']) == theirs,
-                'table %s, SGLang %s' % (sorted(arch['breakable_graph_multimodal']), sorted(theirs))))
+    # The table's sets are the pin's; a release that does not serve a name (its model registry) cannot list it.
+    ours = set(arch['breakable_graph_multimodal']) & set(arch['served'] or arch['breakable_graph_multimodal'])
+    out.append(('architectures breakable_graph_multimodal', ours == theirs,
+                'table %s, SGLang %s' % (sorted(ours), sorted(theirs))))
     # The planner families: each name a model class of the release; the MLA and SWA names where the release decides
     # those layouts (configs/model_config.py: AttentionArch.MLA, is_hybrid_swa_model and SWA_SINK_ARCHS).
     import sglang  # pylint: disable=import-error
@@ -395,10 +397,10 @@ def quantization_paths(release):
     return good, checks
 
 
-def main():
-    import sglang
-    version = sglang.__version__
-    release = sglang_release.release(table(), version)
+def good_command_lines(release):
+    """name -> flags.render() result of every command line the collection renders for the checks: the seed in its
+    variants, the 397B NVFP4, every committed profile (make sglang-release renders them with a new release's rules
+    and parses them with its parser: tests/sglang/release_facts.py)."""
     q122, q397 = profile('qwen3.5-122b-a10b'), profile('qwen3.5-397b-a17b-nvfp4')
     plan = dict(mem_fraction_static=0.7851, max_running_requests=22, context_length=262144)
     good = {
@@ -435,6 +437,14 @@ def main():
         good['profile %s (TP%d)' % (name, tp)] = flags.render(
             release, data, dict(max_running_requests=8), dict(gpu_indices=list(range(tp))),
             dict(model_path='/m', speculative_draft_model_path=draft))
+    return good
+
+
+def main():
+    import sglang
+    version = sglang.__version__
+    release = sglang_release.release(table(), version)
+    good = good_command_lines(release)
     quant_good, quant_checks = quantization_paths(release)
     good.update(quant_good)
     bad = {

@@ -19,6 +19,7 @@ Per config (SGLang's ModelConfig(<dir>, trust_remote_code=False), nothing re-imp
   "though that release serves it".
 """
 import glob
+import importlib.metadata
 import json
 import logging
 import os
@@ -104,7 +105,7 @@ def check_config(rel, path, served):
 def main():
     logging.disable(logging.WARNING)
     warnings.simplefilter('ignore')
-    rel = release()
+    rel = release(importlib.metadata.version('sglang'))  # the release under test (make parser SGLANG_PIN=)
     from sglang.srt.models.registry import ModelRegistry
     registry = set(ModelRegistry.get_supported_archs())
     table = rel['architectures']['served']

@@ -7,11 +7,11 @@
   sglang_release.py report OLD.json NEW.json [--out REPORT.md]
 
 OLD.json and NEW.json are tests/sglang/release_facts.py run in each release's lab venv (`make sglang-release
-VERSION=x.y.z` builds the venv, writes both and calls this). The report lists server arguments added, removed,
-renamed (the old name an alias of the new one, or the same dest under a new name) and newly deprecated, changed
-defaults and choices, the memory defaults of the fixed cases, the metric families, and every log text and pre-check
-wording the collection matches. It ends with what blocks the bump: a flag the collection renders that the new release
-lacks, a metric the release table reads (the alert rules and the dashboard are generated from it) that the new
+VERSION=x.y.z [FROM=a.b.c]` builds the venvs, writes both and calls this). The report lists server arguments added,
+removed, renamed (the old name an alias of the new one, or the same dest under a new name) and newly deprecated,
+changed defaults and choices, the command lines the collection renders as the new release's parser takes them, the
+memory defaults of the fixed cases, the metric families, and every log text and pre-check wording the collection
+matches. It ends with what blocks the bump: a rendered command line the new release refuses, a metric the release table reads (the alert rules and the dashboard are generated from it) that the new
 release's collectors do not expose, or a text the collection matches that the new release cannot print. Exit 1 while
 anything blocks (the report is written either way), 2 on bad input.
 """
@@ -24,22 +24,12 @@ import os
 import re
 import sys
 
-from collection_paths import PIN, ROOT, release_table_data
+from collection_paths import PIN, release_table_data
 
-RENDERERS = [os.path.join(ROOT, 'plugins', 'module_utils', 'sglang', name) for name in ('flags.py', 'defaults.py')]
 # The choice sets the collection renders values from (parsers, backends, dtypes, quantization, mamba strategy).
 WATCHED = ('--reasoning-parser', '--tool-call-parser', '--attention-backend', '--quantization', '--kv-cache-dtype',
            '--mamba-ssm-dtype', '--moe-runner-backend', '--mamba-radix-cache-strategy', '--mamba-scheduler-strategy',
            '--speculative-algorithm')
-
-
-def rendered_flags(paths=None):
-    """Every --flag literal of the flag rules: what the collection can put on a command line."""
-    found = set()
-    for path in paths or RENDERERS:
-        with open(path, encoding='utf-8') as handle:
-            found.update(re.findall(r"['\"](--[a-z0-9][a-z0-9-]+)['\"]", handle.read()))
-    return found
 
 
 def used_metrics(release_entry):
@@ -111,22 +101,33 @@ def compare_texts(old, new):
     return dict(failing=failing, lost=lost, checked=len(now), entry=new.get('entry'), error=new.get('error'))
 
 
-def compare(old, new, flags, used):
+def compare_rendered(old, new):
+    """The command lines the collection renders, parsed by the new release: the refused ones and the flags that
+    were rendered for the old release and are no option of the new one."""
+    lines = new.get('lines') or {}
+    refused = sorted((name, line['error']) for name, line in lines.items() if not line['ok'])
+    flags = set(f for line in lines.values() for f in line['flags'])
+    old_flags = set(f for line in (old.get('lines') or {}).values() for f in line['flags'])
+    return dict(entry=new.get('entry'), checked=len(lines), refused=refused, flags=sorted(flags),
+                dropped=sorted(old_flags - flags), error=new.get('error'))
+
+
+def compare(old, new, used):
     """Every section of the report and what blocks the bump."""
     args = compare_args(old['server_args'], new['server_args'])
-    new_names = _names(new['server_args'])
     metrics = compare_metrics(old.get('metrics') or {}, new.get('metrics') or {}, used)
     texts = compare_texts(old.get('texts') or {}, new.get('texts') or {})
-    blockers = ['the collection renders %s, which %s does not accept' % (f, new['version'])
-                for f in sorted(flags) if f not in new_names]
+    rendered = compare_rendered(old.get('rendered') or {}, new.get('rendered') or {})
+    blockers = ['%s refuses the command line the collection renders for %s: %s' % (new['version'], name, error)
+                for name, error in rendered['refused']]
     blockers += ['the release table reads the metric %s, which %s does not expose' % (m, new['version'])
                  for m in metrics['missing_used']]
     blockers += ['%s cannot print the text the collection matches: %s (%s)' % (new['version'], label, detail)
                  for label, detail in texts['failing']]
-    for section, err in (('metrics', metrics['error']), ('texts', texts['error'])):
+    for section, err in (('metrics', metrics['error']), ('texts', texts['error']), ('rendered', rendered['error'])):
         if err:
             blockers.append('%s could not be read: %s' % (section, err))
-    return dict(old=old['version'], new=new['version'], args=args, metrics=metrics, texts=texts,
+    return dict(old=old['version'], new=new['version'], args=args, metrics=metrics, texts=texts, rendered=rendered,
                 memory=compare_memory(old.get('memory') or {}, new.get('memory') or {}),
                 memory_error=(new.get('memory') or {}).get('error'), blockers=blockers)
 
@@ -170,11 +171,19 @@ def _memory_lines(report):
 def markdown(report):
     metrics, texts = report['metrics'], report['texts']
     lines = ['# SGLang %s -> %s' % (report['old'], report['new']), '',
-             'Generated by `make sglang-release VERSION=%s` (tests/tools/sglang_release.py) from each release\'s own '
-             'parser, resolution, collectors and source; do not edit.' % report['new'], '',
+             'Generated by `make sglang-release VERSION=%s FROM=%s` (tests/tools/sglang_release.py) from each '
+             'release\'s own parser, resolution, collectors and source; do not edit.' % (report['new'], report['old']),
+             '',
              '**%s**' % ('BLOCKED: %d finding(s) below must be fixed before the pin moves' % len(report['blockers'])
                          if report['blockers'] else 'Nothing blocks the bump'), '']
     lines += _args_lines(report['args'], WATCHED)
+    rendered = report['rendered']
+    lines += ['## Command lines the collection renders', '',
+              '%d rendered with the rules of %s and parsed by %s\'s own parser: %d refused. Flags rendered: %s.'
+              % (rendered['checked'], rendered['entry'], report['new'], len(rendered['refused']),
+                 _list(rendered['flags'])), '']
+    if rendered['dropped']:
+        lines += ['Rendered for %s, not for %s: %s.' % (report['old'], report['new'], _list(rendered['dropped'])), '']
     lines += _memory_lines(report)
     lines += ['## Metrics', '', '| change | families |', '|---|---|',
               '| added | %s |' % _list(metrics['added']), '| removed | %s |' % _list(metrics['removed']),
@@ -189,6 +198,66 @@ def markdown(report):
     return '\n'.join(lines) + '\n'
 
 
+CHOICE_DESTS = ('reasoning_parser', 'tool_call_parser', 'kv_cache_dtype', 'mamba_ssm_dtype', 'attention_backend',
+                'quantization', 'moe_runner_backend')
+
+
+def _flow(items, column):
+    """A YAML flow list's items wrapped at 118 columns, continuation lines starting at ``column``."""
+    lines, line = [], ''
+    for item in items:
+        word = json.dumps(item) if not re.match(r'^[A-Za-z_][A-Za-z0-9_.-]*$', item) else item
+        if line and column + len(line) + len(word) + 3 > 118:
+            lines.append(line + ',')
+            line = word
+        else:
+            line = '%s, %s' % (line, word) if line else word
+    lines.append(line)
+    return ('\n' + ' ' * column).join(lines)
+
+
+def draft_entry(new, pin_entry, known):
+    """The release-table entry drafted from the new release's own facts, as YAML text: its parser's choices, its model
+    registry, the pin's metric families and host programs it has (the rest marked UNVERIFIED), and the rules no fact
+    here can confirm (planner, flags, defaults) carried from the table or the pin, marked so."""
+    version = new['version']
+    own = known.get(version) or {}
+    out = ['  "%s":' % version,
+           '    # DRAFT by make sglang-release from %s\'s own facts; every UNVERIFIED line needs reading in its wheel.'
+           % version,
+           '    source: wheel ...  # UNVERIFIED: name the files read']
+    for key in ('planner', 'flags', 'defaults', 'install_overrides'):
+        if key in own:
+            out.append('    # %s: kept from the table\'s entry of %s' % (key, version))
+        elif key in pin_entry:
+            out.append('    # %s: UNVERIFIED, the pin\'s (%s) until that release\'s code is read' % (key, PIN))
+    programs = new.get('host_programs') or {}
+    kept = [name for name, found in sorted(programs.items()) if found]
+    lost = [name for name, found in sorted(programs.items()) if not found]
+    if kept:
+        out.append('    # host_programs: the pin\'s %s (its message is in this release\'s source)' % ', '.join(kept))
+    for name in lost:
+        out.append('    # host_programs: %s UNVERIFIED (the pin\'s message is not in this release\'s source)' % name)
+    families = (new.get('metrics') or {}).get('families') or {}
+    used = ((pin_entry.get('metrics') or {}).get('families')) or {}
+    missing = sorted(k for k, f in used.items() if families.get(f['name']) != f['type'])
+    out.append('    metrics:')
+    out.append('      source: ...  # UNVERIFIED: the collectors read')
+    out.append('      <<: *metrics_sglang%s' % (
+        '  # UNVERIFIED: %s not exposed with that name and type' % ', '.join(missing) if missing else
+        '  # every family the pin reads is exposed with the same name and type'))
+    out.append('    choices:')
+    args = dict((fact['dest'], fact) for fact in new['server_args'].values())
+    for dest in CHOICE_DESTS:
+        if (args.get(dest) or {}).get('choices'):
+            out.append('      %s: [%s]' % (dest, _flow(args[dest]['choices'], len(dest) + 9)))
+    registry = new.get('registry') or []
+    if registry:
+        out.append('    # under architectures.served:')
+        out.append('    "%s": [%s]' % (version, _flow(registry, len(version) + 7)))
+    return '\n'.join(out) + '\n'
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     sub = parser.add_subparsers(dest='command', required=True)
@@ -196,6 +265,7 @@ def main(argv=None):
     rep.add_argument('old')
     rep.add_argument('new')
     rep.add_argument('--out')
+    rep.add_argument('--draft', help='write the drafted release-table entry here')
     args = parser.parse_args(argv)
     try:
         with open(args.old, encoding='utf-8') as handle:
@@ -205,10 +275,18 @@ def main(argv=None):
     except (OSError, ValueError) as exc:
         print('sglang_release: %s' % exc, file=sys.stderr)
         return 2
-    table = release_table_data()
-    pin_entry = table['releases'].get(PIN) or {}
-    report = compare(old, new, rendered_flags(), used_metrics(pin_entry))
+    # The metrics the collection reads for the new release: its entry's where read, else the pin's (the rules and the
+    # dashboard are generated from the entry of the release a deployment runs).
+    releases = release_table_data()['releases']
+    entry = releases.get(new['version']) if 'metrics' in (releases.get(new['version']) or {}) else releases.get(PIN)
+    report = compare(old, new, used_metrics(entry))
     text = markdown(report)
+    if args.draft:
+        with open(args.draft, 'w', encoding='utf-8') as handle:
+            handle.write(draft_entry(new, releases.get(PIN) or {}, releases))
+        text += ('\nThe drafted release-table entry (its choices, served architectures, metrics and host programs '
+                 'from %s\'s own facts; what no fact confirms marked UNVERIFIED): `%s`.\n'
+                 % (report['new'], os.path.relpath(args.draft)))
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, 'w', encoding='utf-8') as handle:

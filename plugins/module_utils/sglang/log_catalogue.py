@@ -78,6 +78,7 @@ ORIGINS = {
     'nccl': "the NCCL library of SGLang's wheels (nvidia/nccl/lib/libnccl.so.*)",
     'pynvml': "nvidia-ml-py's pynvml.py (SGLang's NVML binding)",
     'transformers': "the transformers package's Python string literals",
+    'uvicorn': "the uvicorn package's Python string literals (SGLang's HTTP server)",
     'python': "CPython's standard library (argparse, asyncio, traceback) and its builtin exception names",
     'libc': "the C library's strerror() texts (as asyncio prints them, lower-cased too) and the dynamic loader's "
             'dlerror() texts',
@@ -428,7 +429,9 @@ MILESTONES = (
                                    example='[TP0] max_total_num_tokens=715559, chunked_prefill_size=8192, '
                                            'max_prefill_tokens=16384, max_running_requests=22, context_len=262144, '
                                            'available_gpu_mem=17.20 GB')]),
-    ('uvicorn_running', [text(['Uvicorn running on'], 'sglang', source='entrypoints/http_server.py:3072',
+    # The pinned release prints it itself (entrypoints/http_server.py:3072); earlier ones leave it to uvicorn's own
+    # Server.startup (uvicorn/server.py), in the same words (make parser SGLANG_PIN=<release> finds it there).
+    ('uvicorn_running', [text(['Uvicorn running on'], ('sglang', 'uvicorn'), source='entrypoints/http_server.py:3072',
                               example='INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)')]),
     ('ready', [text(['The server is fired up and ready to roll!'], 'sglang', source='entrypoints/http_server.py:2600',
                     example='[2026-11-30 01:21:01] The server is fired up and ready to roll!')]),

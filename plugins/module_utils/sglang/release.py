@@ -206,7 +206,16 @@ ARCHITECTURE_KEYS = dict(((name, _IS_STR_LIST) for name in PLANNER_FAMILIES), **
 })
 # Defaults a release may lack (read for some releases only; the planner falls back where one is absent).
 OPTIONAL_DEFAULT_KEYS = ('speculative_auto_params_by_arch',)
-RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults', 'host_programs', 'quantization', 'detection', 'metrics')
+RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults', 'host_programs', 'quantization', 'detection', 'metrics',
+                'install_overrides')
+# A requirement of the release's own wheel that is installed at another version (install_overrides: name -> these):
+# the exact requirement SGLang declares, the version installed instead, and why (with its source). pip check then
+# reports exactly one line for it (pip_check_accepted), which the installers accept and nothing else.
+INSTALL_OVERRIDE_KEYS = {
+    'requires': (lambda v: isinstance(v, _STRING) and v.startswith('=='), 'the exact requirement, e.g. "==1.6.0rc5"'),
+    'install': (lambda v: isinstance(v, _STRING) and bool(re.match(r'^[0-9][0-9A-Za-z.+]*$', v)), 'a version'),
+    'why': _IS_STR,
+}
 # A program the release runs from the host's PATH and silently does without: the package that provides it, why, and
 # the release's own message when it is missing (tests/sglang/test_parser.py finds it in the pinned source).
 HOST_PROGRAM_KEYS = {
@@ -388,6 +397,8 @@ def load_table(data):
                 raise ReleaseError('%s: %s.defaults lacks %s' % (TABLE_PATH, where, ', '.join(missing)))
         for program, spec in (entry.get('host_programs') or {}).items():
             _check_keys('%s.host_programs.%s' % (where, program), spec, HOST_PROGRAM_KEYS)
+        for package, spec in (entry.get('install_overrides') or {}).items():
+            _check_keys('%s.install_overrides.%s' % (where, package), spec, INSTALL_OVERRIDE_KEYS)
         if 'metrics' in entry:
             _check_metrics(where + '.metrics', entry['metrics'])
         releases[version] = copy.deepcopy(entry)
@@ -405,7 +416,7 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
 
     Returns dict(version, source, planner_family (name or None), planner (that family's rules, with ``family``),
     flags, choices (option -> list; ``mamba_strategy`` from flags.mamba_choices), defaults, architectures (name sets
-    as frozensets, ``blackwell_gdn_backends`` as tuples), host_programs, quantization (a quantization_rules family
+    as frozensets, ``blackwell_gdn_backends`` as tuples), host_programs, install_overrides, quantization (a quantization_rules family
     or None), detection (a parser_detection family or None), metrics (the Prometheus metric families, or None where
     that release's collectors were never read)).
 
@@ -465,8 +476,17 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
     return dict(version=version, source=entry['source'], planner_family=family, planner=planner, flags=flags,
                 choices=choices, defaults=dict(entry['defaults']) if 'defaults' in entry else None,
                 host_programs=copy.deepcopy(entry.get('host_programs') or {}), architectures=architectures,
+                install_overrides=copy.deepcopy(entry.get('install_overrides') or {}),
                 quantization=copy.deepcopy(quantization), detection=copy.deepcopy(detection),
                 metrics=copy.deepcopy(entry['metrics']) if 'metrics' in entry else None)
+
+
+def pip_check_accepted(version, overrides):
+    """The exact lines ``pip check`` prints for the release's install overrides (and the only ones an installer may
+    accept): pip's own wording, "<dist> <version> has requirement <name><spec>, but you have <name> <installed>."."""
+    return ['sglang %s has requirement %s%s, but you have %s %s.' % (version, name, spec['requires'], name,
+                                                                       spec['install'])
+            for name, spec in sorted((overrides or {}).items())]
 
 
 def check_choice(rel, option, value):

@@ -414,6 +414,9 @@ def _deployment(ctx, r):
                     rules=dict(family=release.get('planner_family'), source=release.get('source')),
                     # Packages of the programs the release runs from PATH (numactl for its NUMA binding).
                     host_packages=sorted(set(p['package'] for p in (release.get('host_programs') or {}).values())),
+                    # The pip check lines of the release's install overrides: the only ones the installer accepts.
+                    pip_check_accepted=sglang_release.pip_check_accepted(prof['pin']['version'],
+                                                                         release.get('install_overrides')),
                     parser_python=settings['llmops_parser_python']),
         model=r['model_facts'],
         gpus=dict(profile=settings['llmops_gpu_profile'], display_name=gpu.get('display_name') or gpu.get('name'),

@@ -25,6 +25,8 @@ def table(**edits):
         keys = path.split('/')
         node = data
         for key in keys[:-1]:
+            # Its own copy: a YAML alias shares the node with other releases (0.5.22 and the pin share flags).
+            node[key] = copy.deepcopy(node[key])
             node = node[key]
         if value is None:
             del node[keys[-1]]
@@ -50,7 +52,7 @@ def test_the_real_table_loads():
         assert entry['source'], version
         assert 'flags' in entry and 'defaults' in entry, version
     both = [v for v in sr.known_versions(loaded) if 'planner' in loaded['releases'][v]]
-    assert both == ['0.5.10', '0.5.11', '0.5.18', '0.5.23']  # not the pin: the table's releases with both rule sets
+    assert both == ['0.5.10', '0.5.11', '0.5.18', '0.5.22', '0.5.23']  # not the pin: the table's releases with both rule sets
     # Loading is idempotent (the modules may pass an already loaded table on).
     assert sr.load_table(loaded) == loaded
 
@@ -220,3 +222,14 @@ def test_no_release_overrides_a_merged_key():
         elif isinstance(node, yaml.SequenceNode):
             stack.extend(node.value)
     assert overrides == []
+
+
+def test_install_overrides_give_the_exact_pip_check_lines():
+    overrides = sr.release(TABLE, '0.5.22')['install_overrides']
+    assert sr.pip_check_accepted('0.5.22', overrides) == [
+        'sglang 0.5.22 has requirement cuda-tile==1.6.0rc5, but you have cuda-tile 1.6.0.']
+    assert sr.pip_check_accepted(PIN, sr.release(TABLE, PIN)['install_overrides']) == []
+    message = refused(table(**{'releases/0.5.22/install_overrides': {'cuda-tile': {'requires': '1.6.0rc5',
+                                                                                    'install': '1.6.0', 'why': 'x'}}}),
+                      '0.5.22')
+    assert 'install_overrides.cuda-tile.requires' in message and '"==1.6.0rc5"' in message

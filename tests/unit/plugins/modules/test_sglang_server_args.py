@@ -74,9 +74,9 @@ def test_parser_run_with_a_fake_interpreter(tmp_path):
 def test_release_table_is_required_to_render_and_refuses_unread_releases():
     kind, out = run(sglang_server_args, dict(BASE, sglang_releases=None))
     assert kind is AnsibleFailJson and 'sglang_releases, model_profile and model_path are required' in out['msg']
-    kind, out = run(sglang_server_args, dict(BASE, sglang_version='0.5.22'))
+    kind, out = run(sglang_server_args, dict(BASE, sglang_version='0.5.20'))
     assert kind is AnsibleFailJson
-    assert out['msg'].startswith('sglang 0.5.22: profiles/sglang_releases.yml has flag rules but no planner rules')
+    assert out['msg'].startswith('sglang 0.5.20: profiles/sglang_releases.yml has flag rules but no planner rules')
 
 
 def test_values_are_checked_against_the_release_choices():
