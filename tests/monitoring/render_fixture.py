@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Render the monitoring files of two fixture servers, as the monitoring_config action does, into a directory:
 prometheus.yml, rules/llmops-sglang.rules.yml and llmops-sglang.json. The metric names are the pinned release's
-(profiles/sglang_releases.yml); the servers:
+(profiles/sglang_releases.yml), or another release's (tests/monitoring/test_promtool.py renders every release whose
+metrics the table has); the servers:
   gpu-a  MTP (expected accept length 3.1 -> floor 1.55), max_running_requests 22, scraped at 10.0.0.1:30000
   gpu-b  no MTP, max_running_requests 48, scraped at 10.0.0.2:30000
 tests/monitoring/rules_test.yml (promtool test rules) is written against exactly these.
@@ -25,9 +26,11 @@ from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import
 from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import prometheus as prom  # noqa: E402
 
 
-def release_names():
-    families = release()['metrics']['families']
-    return PIN, dict((key, family['name']) for key, family in families.items())
+def release_names(version=None):
+    """The release (default: the pin) and its metric names by meaning."""
+    version = version or PIN
+    families = release(version)['metrics']['families']
+    return version, dict((key, family['name']) for key, family in families.items())
 
 
 def deployments(pin, names):
@@ -39,9 +42,9 @@ def deployments(pin, names):
     return {'gpu-a': one('qa', 22, dict(algorithm='NEXTN', expected_accept_length=3.1)), 'gpu-b': one('qb', 48, None)}
 
 
-def build(rules_path, thresholds=None):
+def build(rules_path, thresholds=None, version=None):
     """The fixture's scrape config, rules and dashboard as data (no Ansible needed: make parser uses it too)."""
-    pin, names = release_names()
+    pin, names = release_names(version)
     found = deployments(pin, names)
     entries, warnings = prom.servers(sorted(found), found, {'gpu-a': '10.0.0.1', 'gpu-b': '10.0.0.2'})
     prom.check_options(thresholds or {}, {}, '5m')
@@ -51,11 +54,11 @@ def build(rules_path, thresholds=None):
                 dashboard=dash.dashboard(names))
 
 
-def render(out, thresholds=None):
-    """Write the files as the monitoring_config action writes them."""
+def render(out, thresholds=None, version=None):
+    """Write the files as the monitoring_config action writes them (for the pin, or another release's metrics)."""
     from ansible_collections.llmops.inference.plugins.action.monitoring_config import to_yaml
     rules_path = os.path.join(out, 'rules', 'llmops-sglang.rules.yml')
-    result = build(rules_path, thresholds)
+    result = build(rules_path, thresholds, version)
     os.makedirs(os.path.dirname(rules_path))
     with open(rules_path, 'w') as stream:
         stream.write(to_yaml(result['rules'], ['fixture']))

@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import render_fixture  # noqa: E402  (a sibling file)
+from collection_paths import release_table_data  # noqa: E402  (render_fixture put tests/tools on sys.path)
 from ansible_collections.llmops.inference.plugins.plugin_utils.monitoring import dashboard as monitoring_dashboard  # noqa: E402
 
 
@@ -97,3 +98,59 @@ def test_the_dashboard_json_imports_and_reads_release_metrics(rendered):
     (out / 'dashboard_queries.yml').write_text(json.dumps(group))
     rc, text = promtool('check', 'rules', str(out / 'dashboard_queries.yml'))
     assert rc == 0, text
+
+
+# Every release whose metrics the table has (each checked against that release's own collectors by
+# make parser SGLANG_PIN=<release>): its rules and dashboard are generated from its names.
+RELEASES_WITH_METRICS = sorted(v for v, e in release_table_data()['releases'].items() if e.get('metrics'))
+SERIES_SUFFIXES = {'histogram': ('_bucket', '_sum', '_count')}
+
+
+def release_series(version):
+    """Every series name the release exposes for the families the table reads (histograms as their series)."""
+    families = render_fixture.release(version)['metrics']['families']
+    out = set()
+    for family in families.values():
+        out.add(family['name'])
+        out.update(family['name'] + suffix for suffix in SERIES_SUFFIXES.get(family['type'], ()))
+    return out
+
+
+def foreign_metrics(exprs, series, prefix='sglang:'):
+    """The metric names the expressions use that the release does not expose (sorted)."""
+    used = set(name for expr in exprs for name in re.findall(r'%s[A-Za-z0-9_:]+' % re.escape(prefix), expr))
+    return sorted(used - series)
+
+
+def rendered_exprs(out, result):
+    with open(str(out / 'llmops-sglang.json')) as stream:
+        board = json.load(stream)
+    rules = [rule['expr'] for group in result['rules']['groups'] for rule in group['rules']]
+    return rules + [expr for dummy, expr in monitoring_dashboard.queries(board)]
+
+
+def test_there_are_releases_besides_the_pin_with_metrics():
+    assert render_fixture.PIN in RELEASES_WITH_METRICS and len(RELEASES_WITH_METRICS) >= 2, RELEASES_WITH_METRICS
+
+
+@pytest.mark.parametrize('version', RELEASES_WITH_METRICS)
+def test_each_release_rules_pass_promtool_and_name_only_its_metrics(version, tmp_path):
+    out = tmp_path / version
+    result = render_fixture.render(str(out), version=version)
+    rc, text = promtool('check', 'rules', str(out / 'rules' / 'llmops-sglang.rules.yml'))
+    assert rc == 0, text
+    exprs = rendered_exprs(out, result)
+    assert len(exprs) > 20
+    assert foreign_metrics(exprs, release_series(version)) == []
+
+
+def test_a_rule_naming_a_metric_the_release_lacks_is_found(tmp_path):
+    """The check above, shown failing: a rule on a renamed metric (the prefix flip sglang: -> sglang_ of older
+    releases is the same kind of change) and one on a family the release does not have."""
+    version = RELEASES_WITH_METRICS[0]
+    out = tmp_path / 'planted'
+    result = render_fixture.render(str(out), version=version)
+    exprs = rendered_exprs(out, result) + ['rate(sglang:no_such_metric_total[5m]) > 0',
+                                           'sglang:num_running_reqs_bucket > 1']
+    assert foreign_metrics(exprs, release_series(version)) == ['sglang:no_such_metric_total',
+                                                               'sglang:num_running_reqs_bucket']

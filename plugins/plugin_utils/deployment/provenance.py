@@ -309,8 +309,9 @@ def _env_source(view, key):
 def _launcher(view):
     if view['settings']['llmops_sglang_launcher']:
         return setting(view, 'llmops_sglang_launcher')
-    venv = setting(view, 'llmops_sglang_venv') or \
-        'collection default /opt/sglang/venv-PIN, PIN the version in profiles/sglang.yml'
+    version = ('%s (%s)' % (view['settings']['llmops_sglang_version'], setting(view, 'llmops_sglang_version'))
+               if view['settings']['llmops_sglang_version'] else 'the version in profiles/sglang.yml')
+    venv = setting(view, 'llmops_sglang_venv') or 'collection default /opt/sglang/venv-VERSION, VERSION %s' % version
     return 'collection default: the venv\'s bin/python -m sglang.launch_server, the venv from %s' % venv
 
 

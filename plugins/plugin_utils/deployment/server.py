@@ -206,15 +206,33 @@ def _resolve_release(ctx, problems):
     model, gpu = prof.get('model'), prof.get('gpu')
     if model is None or gpu is None or prof.get('pin') is None:
         return None
+    version, packages = _sglang_version(settings, prof['pin'])
     try:
-        release = sglang_release.release(prof['table'], prof['pin']['version'])
+        release = sglang_release.release(prof['table'], version)
     except sglang_release.ReleaseError as exc:
-        problems.add('profiles/sglang.yml.version', prof['pin'].get('version'), str(exc),
-                     'pin a release that has both planner and flag rules, or add the missing rules', kind='release')
+        if settings['llmops_sglang_version']:
+            problems.add('llmops_sglang_version', settings['llmops_sglang_version'], str(exc),
+                         'name a supported release (one with planner and flag rules and a lock in profiles/locks/), '
+                         'or remove it to use the pin %s of profiles/sglang.yml' % prof['pin'].get('version'),
+                         kind='release')
+        else:
+            problems.add('profiles/sglang.yml.version', prof['pin'].get('version'), str(exc),
+                         'pin a release that has both planner and flag rules, or add the missing rules', kind='release')
         return None
     return dict(problems=problems, settings=settings, sources=sources, prof=prof, model=model, gpu=gpu,
-                release=release, serving=model.get('serving') or {}, plan=None, plan_error=None, rendered=None,
-                provenance=[])
+                release=release, sglang_version=version, sglang_packages=packages, serving=model.get('serving') or {},
+                plan=None, plan_error=None, rendered=None, provenance=[])
+
+
+def _sglang_version(settings, pin):
+    """The SGLang release this server runs and its pip requirements: llmops_sglang_version, else the pin of
+    profiles/sglang.yml (with its packages); another release is sglang==<version>, whose lock pins its kernel."""
+    pinned = sglang_release.normalize_version(pin['version'])
+    wanted = settings['llmops_sglang_version']
+    version = sglang_release.normalize_version(wanted) if wanted else pinned
+    if version == pinned:
+        return version, ['%s==%s' % (k, v) for k, v in sorted((pin.get('packages') or {}).items())]
+    return version, ['sglang==%s' % version]
 
 
 def _resolve_placement(ctx, r):
@@ -326,9 +344,9 @@ def _plan_and_render(ctx, r, variant):
     settings, problems, prof, gpu = r['settings'], r['problems'], r['prof'], r['gpu']
     if settings['llmops_plan_concurrency'] is not None and not settings['llmops_plan_concurrency']:
         problems.add('llmops_plan_concurrency', [], 'needs at least one level', 'e.g. [1, 8, 32]')
-    venv = r['venv'] = settings['llmops_sglang_venv'] or '/opt/sglang/venv-%s' % prof['pin']['version']
+    venv = r['venv'] = settings['llmops_sglang_venv'] or '/opt/sglang/venv-%s' % r['sglang_version']
     r['launcher'] = settings['llmops_sglang_launcher'] or [venv + '/bin/python', '-m', 'sglang.launch_server']
-    record = r['record'] = _record(ctx, settings, gpu, r['tp'], prof['pin']['version'], r['instance'])
+    record = r['record'] = _record(ctx, settings, gpu, r['tp'], r['sglang_version'], r['instance'])
     if record['measured'] is not None:
         settings['llmops_plan_free_memory_before_load_gib'] = record['measured']['free_memory_before_load_gib']
     if problems:
@@ -356,7 +374,7 @@ def _plan_and_render(ctx, r, variant):
             launcher=r['launcher'], instance=r['instance'], api_key_set=r['key_set'], draft_source=r['draft_source'],
             steps_source=r['steps_source'], tp_source=r['tp_source'], speculative=dict(draft=draft, steps=steps),
             p2p_verdict=ctx.get('p2p_verdict') or '',
-            release_entry=((prof.get('table') or {}).get('releases') or {}).get(prof['pin']['version']) or {},
+            release_entry=((prof.get('table') or {}).get('releases') or {}).get(r['sglang_version']) or {},
             model_file=_profile_file(settings, 'models', 'llmops_model_profile'),
             gpu_file=_profile_file(settings, 'hardware', 'llmops_gpu_profile')))
     _plan_reports(ctx, r, variant, inputs['max_tp'])
@@ -406,16 +424,15 @@ def _deployment(ctx, r):
     return dict(
         schema=SCHEMA, kind='sglang_server', host=ctx['host'], instance=instance, unit='sglang-%s.service' % instance,
         profiles=dict(dir=prof['dir'], model=settings['llmops_model_profile'], gpu=settings['llmops_gpu_profile']),
-        sglang=dict(version=prof['pin']['version'],
-                    packages=['%s==%s' % (k, v) for k, v in sorted((prof['pin'].get('packages') or {}).items())],
+        sglang=dict(version=r['sglang_version'], packages=r['sglang_packages'],
                     venv=venv, python=venv + '/bin/python', launcher=list(launcher),
                     # The pip lock of the pin for the host's Python X.Y (controller path; tests/tools/sglang_lock.py).
-                    lock_template='%s/locks/sglang-%s-py{python}.txt' % (prof['dir'].rstrip('/'), prof['pin']['version']),
+                    lock_template='%s/locks/sglang-%s-py{python}.txt' % (prof['dir'].rstrip('/'), r['sglang_version']),
                     rules=dict(family=release.get('planner_family'), source=release.get('source')),
                     # Packages of the programs the release runs from PATH (numactl for its NUMA binding).
                     host_packages=sorted(set(p['package'] for p in (release.get('host_programs') or {}).values())),
                     # The pip check lines of the release's install overrides: the only ones the installer accepts.
-                    pip_check_accepted=sglang_release.pip_check_accepted(prof['pin']['version'],
+                    pip_check_accepted=sglang_release.pip_check_accepted(r['sglang_version'],
                                                                          release.get('install_overrides')),
                     parser_python=settings['llmops_parser_python']),
         model=r['model_facts'],

@@ -202,6 +202,10 @@ VARIABLES = [
        secret=True, group=_HTTP),
     _v('llmops_allow_no_api_key', 'bool', False, 'Serve without an API key (refused by default).', group=_HTTP),
     # ---- SGLang install ---------------------------------------------------------------------------------------
+    _v('llmops_sglang_version', 'str', None,
+       'The SGLang release this server runs: null is the pin of profiles/sglang.yml; another supported release '
+       '(a release-table entry with planner and flag rules, and its lock in profiles/locks/) moves this server alone '
+       '(docs/upgrade.md). Its own virtualenv is installed beside the old one.', group=_INSTALL),
     _v('llmops_sglang_venv', 'path', None,
        'Virtualenv of SGLang on the server; null is /opt/sglang/venv-<pinned version> (one per release, so a '
        'rollback gets its own SGLang back).', group=_INSTALL),
