@@ -36,24 +36,44 @@ def one_http_request():
     http.responses_total.labels(endpoint='/generate', method='POST', status_code='200').inc()
 
 
-def main():
-    # Before prometheus_client is imported anywhere: it picks its value backend on import.
-    os.environ['PROMETHEUS_MULTIPROC_DIR'] = tempfile.mkdtemp(prefix='sglang-metrics-')
-    import sglang.srt.observability.metrics_collector as mc  # pylint: disable=import-error
-    from sglang.srt.arg_groups.fields.observability import Observability  # pylint: disable=import-error
-    from sglang.srt.arg_groups.fields.schedule import Schedule  # pylint: disable=import-error
-    from prometheus_client import CollectorRegistry, generate_latest, multiprocess  # pylint: disable=import-error
-
-    # The collectors read the published config bags; outside a server these are the release's defaults.
+def release_defaults(mc):
+    """What the collectors read, at the release's defaults: 0.5.22 on, the published config bags (the Observability
+    and Schedule structs of srt/arg_groups/fields, served by get_observability/get_schedule; server_args None);
+    before, the ServerArgs object itself (every field at its dataclass default, without __post_init__, which needs a
+    model and a GPU)."""
+    try:
+        from sglang.srt.arg_groups.fields.observability import Observability  # pylint: disable=import-error
+        from sglang.srt.arg_groups.fields.schedule import Schedule  # pylint: disable=import-error
+    except ImportError:
+        import dataclasses
+        from sglang.srt.server_args import ServerArgs  # pylint: disable=import-error
+        args = object.__new__(ServerArgs)
+        for field in dataclasses.fields(ServerArgs):
+            factory = field.default_factory
+            setattr(args, field.name, factory() if factory is not dataclasses.MISSING else
+                    None if field.default is dataclasses.MISSING else field.default)
+        args.should_export_expert_balancedness_to_prometheus = lambda: False
+        return args
     observability, schedule = Observability(), Schedule()
     mc.get_observability = lambda: observability
     mc.get_schedule = lambda: schedule
     mc.exports_expert_balancedness_to_prometheus = lambda: False
+    return None
+
+
+def main():
+    # Before prometheus_client is imported anywhere: it picks its value backend on import.
+    os.environ['PROMETHEUS_MULTIPROC_DIR'] = tempfile.mkdtemp(prefix='sglang-metrics-')
+    import sglang.srt.observability.metrics_collector as mc  # pylint: disable=import-error
+    from prometheus_client import CollectorRegistry, generate_latest, multiprocess  # pylint: disable=import-error
+
+    server_args = release_defaults(mc)
     # SchedulerMetricsCollector.init_new's labels for attention-TP rank 0 of a unified (not disaggregated) server.
     scheduler = mc.SchedulerMetricsCollector(
-        labels=dict(model_name='m', engine_type='unified', tp_rank=0, pp_rank=0, moe_ep_rank=0), server_args=None)
+        labels=dict(model_name='m', engine_type='unified', tp_rank=0, pp_rank=0, moe_ep_rank=0),
+        server_args=server_args)
     tokenizer_labels = dict(model_name='m', engine_type='unified')
-    tokenizer = mc.TokenizerMetricsCollector(server_args=None, labels=tokenizer_labels)
+    tokenizer = mc.TokenizerMetricsCollector(server_args=server_args, labels=tokenizer_labels)
 
     scheduler.log_stats(mc.SchedulerStats(spec_accept_length=2.5, spec_accept_rate=0.5, token_usage=0.1))
     scheduler.emit_constants(max_total_num_tokens=1000, max_total_num_tokens_swa=None, weight_memory_usage_gb=1.0,

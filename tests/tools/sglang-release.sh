@@ -23,7 +23,7 @@ done
         "release, or FROM=<the release you move from>" >&2; exit 2; }
 tool="${root}/.venv/bin/python"
 out="${root}/build/sglang-release"
-mkdir -p "${out}" "${root}/docs/releases"
+mkdir -p "${out}" "${root}/docs/releases" "${root}/profiles/releases"
 log() { echo "[sglang-release $(date +%H:%M:%S)] $*" >&2; }
 
 log "the lab venv of ${from}"
@@ -47,7 +47,8 @@ done
 report="${root}/docs/releases/sglang-${from}-to-${version}.md"
 set +e
 "${tool}" "${root}/tests/tools/sglang_release.py" report "${out}/facts-${from}.json" "${out}/facts-${version}.json" \
-    --out "${report}" --draft "${out}/entry-${version}.yml"
+    --out "${report}" --draft "${out}/entry-${version}.yml" \
+    --changes "${root}/profiles/releases/sglang-${from}-to-${version}.json"
 rc=$?
 set -e
 log "report: ${report#"${root}"/}"

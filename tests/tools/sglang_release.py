@@ -184,6 +184,10 @@ def markdown(report):
                  _list(rendered['flags'])), '']
     if rendered['dropped']:
         lines += ['Rendered for %s, not for %s: %s.' % (report['old'], report['new'], _list(rendered['dropped'])), '']
+    deprecated = sorted(set(report['args']['deprecated']) & set(rendered['flags']))
+    if deprecated:
+        lines += ['**Rendered by the collection and newly deprecated in %s** (accepted today; find what replaces '
+                  'it before a release removes it): %s.' % (report['new'], _list(deprecated)), '']
     lines += _memory_lines(report)
     lines += ['## Metrics', '', '| change | families |', '|---|---|',
               '| added | %s |' % _list(metrics['added']), '| removed | %s |' % _list(metrics['removed']),
@@ -214,6 +218,18 @@ def _flow(items, column):
             line = '%s, %s' % (line, word) if line else word
     lines.append(line)
     return ('\n' + ' ' * column).join(lines)
+
+
+def changes(report):
+    """The server-argument changes of a report as data: what the sglang_server role names when a host moves from
+    ``from`` to ``to`` (the flags of its own command line among them)."""
+    args = report['args']
+    return dict(generated_by='make sglang-release VERSION=%s FROM=%s (never edit by hand)' % (report['new'], report['old']),
+                from_version=report['old'], to_version=report['new'], removed=args['removed'],
+                renamed=dict(args['renamed']), deprecated=args['deprecated'],
+                defaults=dict((name, dict(old=old, new=new)) for name, old, new in args['defaults']),
+                choices=dict((name, dict(added=added, removed=gone)) for name, added, gone in args['choices']),
+                blockers=report['blockers'])
 
 
 def draft_entry(new, pin_entry, known):
@@ -266,6 +282,8 @@ def main(argv=None):
     rep.add_argument('new')
     rep.add_argument('--out')
     rep.add_argument('--draft', help='write the drafted release-table entry here')
+    rep.add_argument('--changes', help='write the server-argument changes as JSON here (the sglang_server role '
+                                       'reads them to say what a move between the two releases changes)')
     args = parser.parse_args(argv)
     try:
         with open(args.old, encoding='utf-8') as handle:
@@ -281,6 +299,9 @@ def main(argv=None):
     entry = releases.get(new['version']) if 'metrics' in (releases.get(new['version']) or {}) else releases.get(PIN)
     report = compare(old, new, used_metrics(entry))
     text = markdown(report)
+    if args.changes:
+        with open(args.changes, 'w', encoding='utf-8') as handle:
+            handle.write(json.dumps(changes(report), indent=1, sort_keys=True) + '\n')
     if args.draft:
         with open(args.draft, 'w', encoding='utf-8') as handle:
             handle.write(draft_entry(new, releases.get(PIN) or {}, releases))

@@ -85,6 +85,13 @@ def test_blocks_on_a_refused_command_line_a_read_metric_and_a_matched_text():
     assert 'BLOCKED: 3 finding(s)' in text
     assert '| removed | `--gone` |' in text
     assert '| `--reasoning-parser` (watched) | `deepseek-r1` | `kimi` |' in text
+    assert 'newly deprecated in 2.0' not in text  # --watchdog-timeout is deprecated, but not rendered
+
+
+def test_a_rendered_flag_newly_deprecated_is_called_out():
+    new = dict(NEW, rendered=dict(entry='2.0', lines={'seed': line(['--model-path', '--watchdog-timeout'])}))
+    text = sr.markdown(sr.compare(OLD, new, used={}))
+    assert '**Rendered by the collection and newly deprecated in 2.0**' in text and '`--watchdog-timeout`' in text
 
 
 def test_nothing_blocks_when_the_new_release_has_everything():
