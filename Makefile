@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # apt-get calls of the suites wait for a dpkg lock another suite holds (tests/tools/apt.conf).
 export APT_CONFIG := $(CURDIR)/tests/tools/apt.conf
 
-.PHONY: help venv plan plan-check plan-accept profile render-check sglang-release test checks quick-checks heavy-checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
+.PHONY: help venv plan plan-check plan-accept profile render-check sglang-release parser-releases test checks quick-checks heavy-checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
@@ -26,6 +26,7 @@ help:
 	@echo "make plan-check / plan-accept - the plan of $(INVENTORY) against its approved plan / approve it (docs/ci.md)"
 	@echo "make test   - unit, lint, docs, sanity, SGLang parser, ansible-test integration, molecule lab"
 	@echo "make parser SGLANG_PIN=x.y.z - the SGLang checks (parser, planner oracle, log texts, metrics) against another supported release"
+	@echo "make parser-releases - make parser for every supported release besides the pin (not in make test: a lab venv each)"
 	@echo "make sglang-release VERSION=x.y.z [FROM=a.b.c] - the report of moving SGLang from FROM (default: the pin) to VERSION (docs/releases/)"
 	@echo "make profile REPO=org/name [REVISION=main] [ENDPOINT=url] [SRC=dir] [TP=n] [DEST=file|dir] [FORCE=1] [DIFF=1]"
 	@echo "            - a model profile in profiles/models/ from the checkpoint's config.json (Hub, mirror or SRC);"
@@ -160,6 +161,12 @@ docs-check: venv
 # (one with a lock and an oracle reference) against its own venv: parser, planner oracle, log catalogue, metrics.
 parser: venv
 	tests/sglang/run-parser-tests.sh $(SGLANG_PIN)
+
+# make parser for every supported release besides the pin (each with its oracle reference; docs/upgrade.md): their
+# lab venvs (about 11 GB and 3.5 min each, once) are why this is not part of make test.
+SUPPORTED_RELEASES = $(filter-out $(shell sed -n -E 's/^version:[[:space:]]*"?([0-9][0-9.]*)"?.*/\1/p' profiles/sglang.yml),$(patsubst tests/fixtures/oracle/reference-%.json,%,$(wildcard tests/fixtures/oracle/reference-*.json)))
+parser-releases: venv
+	@for v in $(SUPPORTED_RELEASES); do echo "== make parser SGLANG_PIN=$$v"; tests/sglang/run-parser-tests.sh $$v || exit 1; done
 
 molecule: venv
 	tests/lab/run-molecule.sh
