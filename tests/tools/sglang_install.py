@@ -58,10 +58,10 @@ def requirement_name(text):
     return canonical(text)
 
 
-def requirements(version, python):
-    wanted = json.loads(subprocess.run([python, '-c', _REQUIRES], check=True, stdout=subprocess.PIPE,
-                                       universal_newlines=True).stdout)
-    over = dict((canonical(k), v) for k, v in overrides(version).items())
+def apply_overrides(version, wanted, overrides_of_version):
+    """The wheel's requirements with each override's name pinned to its install version; SystemExit naming an
+    override the wheel does not require."""
+    over = dict((canonical(k), v) for k, v in overrides_of_version.items())
     out, seen = [], set()
     for text in wanted:
         name = requirement_name(text)
@@ -77,13 +77,23 @@ def requirements(version, python):
     return out
 
 
+def requirements(version, python):
+    wanted = json.loads(subprocess.run([python, '-c', _REQUIRES], check=True, stdout=subprocess.PIPE,
+                                       universal_newlines=True).stdout)
+    return apply_overrides(version, wanted, overrides(version))
+
+
+def unexplained(lines, accepted):
+    """(pip check lines no override explains, accepted lines pip check did not print)."""
+    lines = [line for line in lines if line.strip() and not line.startswith('No broken')]
+    return [line for line in lines if line not in accepted], sorted(set(accepted) - set(lines))
+
+
 def check(version, python):
     done = subprocess.run([python, '-m', 'pip', 'check', '--disable-pip-version-check'], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, universal_newlines=True)
     accepted = set(sglang_release.pip_check_accepted(version, overrides(version)))
-    lines = [line for line in done.stdout.splitlines() if line.strip() and not line.startswith('No broken')]
-    other = [line for line in lines if line not in accepted]
-    missing = sorted(accepted - set(lines))
+    other, missing = unexplained(done.stdout.splitlines(), accepted)
     for line in other:
         print('pip check: %s' % line, file=sys.stderr)
     for line in missing:
