@@ -52,7 +52,6 @@ from ansible_collections.llmops.inference.plugins.module_utils.planner import vr
 from ansible_collections.llmops.inference.plugins.module_utils.model.config import model_facts  # noqa: E402
 
 
-
 def _release_under_test():
     """The installed SGLang's release where this runs in a lab venv (`make parser SGLANG_PIN=x.y.z` checks any
     supported release), else the pin."""

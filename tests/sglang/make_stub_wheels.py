@@ -2,12 +2,13 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Write stand-in wheels for the pinned SGLang packages into a wheelhouse (TEST SEAM for the GPU-less lab).
 
-  python3 tests/sglang/make_stub_wheels.py DIR [profiles/sglang.yml]
+  python3 tests/sglang/make_stub_wheels.py DIR [profiles/sglang.yml [NAME==VERSION ...]]
 
 One pure-Python wheel per entry of ``packages:`` in profiles/sglang.yml, with the pinned name and version, so the
 sglang_server role's offline install (``sglang_server_pip_wheelhouse_src``, ``pip install --no-index --find-links``)
 and its pin check run for real in the molecule lab without the 11 GB of CUDA wheels. The stub ``sglang`` package only
-carries ``__version__``. Stdlib only.
+carries ``__version__``. NAME==VERSION adds a wheel of another release (the lab's move to another supported SGLang
+release: sglang==<that release>). Stdlib only.
 """
 import base64
 import hashlib
@@ -61,7 +62,7 @@ def main(argv):
     directory = argv[0]
     profile = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(__file__), '..', '..', 'profiles', 'sglang.yml')
     os.makedirs(directory, exist_ok=True)
-    for name, version in sorted(pins(profile).items()):
+    for name, version in sorted(pins(profile).items()) + [tuple(extra.split('==', 1)) for extra in argv[2:]]:
         print(wheel(directory, name, version))
     return 0
 

@@ -32,13 +32,11 @@ def _cites(rules):
     yield rules['messages']['unknown']
     for fmt in rules['formats']:
         yield fmt
-        for arch in fmt['archs']:
-            yield arch
+        yield from fmt['archs']
     kv = rules.get('kv_cache_auto') or {}
     if kv:
         yield kv['rule']
-        for entry in kv['methods'].values():
-            yield entry
+        yield from kv['methods'].values()
 
 
 def _read(srt, path):

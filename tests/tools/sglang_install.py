@@ -91,7 +91,7 @@ def unexplained(lines, accepted):
 
 def check(version, python):
     done = subprocess.run([python, '-m', 'pip', 'check', '--disable-pip-version-check'], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True)
+                          stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     accepted = set(sglang_release.pip_check_accepted(version, overrides(version)))
     other, missing = unexplained(done.stdout.splitlines(), accepted)
     for line in other:
@@ -103,7 +103,7 @@ def check(version, python):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n', maxsplit=1)[0])
     sub = parser.add_subparsers(dest='command', required=True)
     sub.add_parser('overrides').add_argument('version')
     for name in ('requirements', 'check'):

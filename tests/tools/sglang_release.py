@@ -11,7 +11,8 @@ VERSION=x.y.z [FROM=a.b.c]` builds the venvs, writes both and calls this). The r
 removed, renamed (the old name an alias of the new one, or the same dest under a new name) and newly deprecated,
 changed defaults and choices, the command lines the collection renders as the new release's parser takes them, the
 memory defaults of the fixed cases, the metric families, and every log text and pre-check wording the collection
-matches. It ends with what blocks the bump: a rendered command line the new release refuses, a metric the release table reads (the alert rules and the dashboard are generated from it) that the new
+matches. It ends with what blocks the bump: a rendered command line the new release refuses, a metric the release
+table reads (the alert rules and the dashboard are generated from it) that the new
 release's collectors do not expose, or a text the collection matches that the new release cannot print. Exit 1 while
 anything blocks (the report is written either way), 2 on bad input.
 """

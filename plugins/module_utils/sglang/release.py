@@ -484,8 +484,8 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
 def pip_check_accepted(version, overrides):
     """The exact lines ``pip check`` prints for the release's install overrides (and the only ones an installer may
     accept): pip's own wording, "<dist> <version> has requirement <name><spec>, but you have <name> <installed>."."""
-    return ['sglang %s has requirement %s%s, but you have %s %s.' % (version, name, spec['requires'], name,
-                                                                       spec['install'])
+    return ['sglang %s has requirement %s%s, but you have %s %s.'
+            % (version, name, spec['requires'], name, spec['install'])
             for name, spec in sorted((overrides or {}).items())]
 
 

@@ -229,7 +229,6 @@ def test_install_overrides_give_the_exact_pip_check_lines():
     assert sr.pip_check_accepted('0.5.22', overrides) == [
         'sglang 0.5.22 has requirement cuda-tile==1.6.0rc5, but you have cuda-tile 1.6.0.']
     assert sr.pip_check_accepted(PIN, sr.release(TABLE, PIN)['install_overrides']) == []
-    message = refused(table(**{'releases/0.5.22/install_overrides': {'cuda-tile': {'requires': '1.6.0rc5',
-                                                                                    'install': '1.6.0', 'why': 'x'}}}),
-                      '0.5.22')
+    wrong = {'cuda-tile': {'requires': '1.6.0rc5', 'install': '1.6.0', 'why': 'x'}}
+    message = refused(table(**{'releases/0.5.22/install_overrides': wrong}), '0.5.22')
     assert 'install_overrides.cuda-tile.requires' in message and '"==1.6.0rc5"' in message

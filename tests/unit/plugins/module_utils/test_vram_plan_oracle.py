@@ -22,7 +22,6 @@ import pytest
 from collection_paths import PIN, ROOT
 
 
-
 def _grid():
     spec = importlib.util.spec_from_file_location('oracle_grid', os.path.join(ROOT, 'benchmarks', 'oracle_grid.py'))
     module = importlib.util.module_from_spec(spec)
