@@ -23,6 +23,7 @@ import subprocess
 import sys
 
 from collection_paths import release_table_data
+from sglang_lock import canonical
 
 from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release
 
@@ -46,10 +47,6 @@ print(json.dumps(out))
 def overrides(version):
     entry = release_table_data()['releases'].get(version) or {}
     return entry.get('install_overrides') or {}
-
-
-def canonical(name):
-    return name.lower().replace('_', '-').replace('.', '-')
 
 
 def requirement_name(text):

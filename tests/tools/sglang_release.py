@@ -27,6 +27,8 @@ import sys
 
 from collection_paths import PIN, release_table_data
 
+from ansible_collections.llmops.inference.plugins.module_utils.sglang import release as sglang_release  # noqa: E402
+
 # The choice sets the collection renders values from (parsers, backends, dtypes, quantization, mamba strategy).
 WATCHED = ('--reasoning-parser', '--tool-call-parser', '--attention-backend', '--quantization', '--kv-cache-dtype',
            '--mamba-ssm-dtype', '--moe-runner-backend', '--mamba-radix-cache-strategy', '--mamba-scheduler-strategy',
@@ -203,10 +205,6 @@ def markdown(report):
     return '\n'.join(lines) + '\n'
 
 
-CHOICE_DESTS = ('reasoning_parser', 'tool_call_parser', 'kv_cache_dtype', 'mamba_ssm_dtype', 'attention_backend',
-                'quantization', 'moe_runner_backend')
-
-
 def _flow(items, column):
     """A YAML flow list's items wrapped at 118 columns, continuation lines starting at ``column``."""
     lines, line = [], ''
@@ -265,7 +263,7 @@ def draft_entry(new, pin_entry, known):
         '  # every family the pin reads is exposed with the same name and type'))
     out.append('    choices:')
     args = dict((fact['dest'], fact) for fact in new['server_args'].values())
-    for dest in CHOICE_DESTS:
+    for dest in sglang_release.CHOICE_OPTIONS:
         if (args.get(dest) or {}).get('choices'):
             out.append('      %s: [%s]' % (dest, _flow(args[dest]['choices'], len(dest) + 9)))
     registry = new.get('registry') or []

@@ -21,6 +21,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import glob
+import os
 import posixpath
 import re
 
@@ -218,6 +220,14 @@ def _resolve_release(ctx, problems):
         else:
             problems.add('profiles/sglang.yml.version', prof['pin'].get('version'), str(exc),
                          'pin a release that has both planner and flag rules, or add the missing rules', kind='release')
+        return None
+    if version != sglang_release.normalize_version(prof['pin']['version']) and not glob.glob(
+            os.path.join(prof['dir'], 'locks', 'sglang-%s-py*.txt' % version)):
+        problems.add('llmops_sglang_version', settings['llmops_sglang_version'],
+                     'sglang %s has rules in profiles/sglang_releases.yml but no pip lock in %s/locks/: a host would '
+                     'install an unproved resolution' % (version, prof['dir'].rstrip('/')),
+                     'add its lock and proof (make sglang-release VERSION=%s; docs/upgrade.md), or remove '
+                     'llmops_sglang_version to use the pin %s' % (version, prof['pin'].get('version')), kind='release')
         return None
     return dict(problems=problems, settings=settings, sources=sources, prof=prof, model=model, gpu=gpu,
                 release=release, sglang_version=version, sglang_packages=packages, serving=model.get('serving') or {},
