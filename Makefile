@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # apt-get calls of the suites wait for a dpkg lock another suite holds (tests/tools/apt.conf).
 export APT_CONFIG := $(CURDIR)/tests/tools/apt.conf
 
-.PHONY: help venv plan plan-check plan-accept profile render-check sglang-release parser-releases test checks quick-checks heavy-checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
+.PHONY: help venv plan plan-check plan-accept profile render-check sglang-release gateway-release parser-releases test checks quick-checks heavy-checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
@@ -28,6 +28,7 @@ help:
 	@echo "make parser SGLANG_PIN=x.y.z - the SGLang checks (parser, planner oracle, log texts, metrics) against another supported release"
 	@echo "make parser-releases - make parser for every supported release besides the pin (not in make test: a lab venv each)"
 	@echo "make sglang-release VERSION=x.y.z [FROM=a.b.c] - the report of moving SGLang from FROM (default: the pin) to VERSION (docs/releases/)"
+	@echo "make gateway-release VERSION=x.y.z [FROM=a.b.c] - the same for the gateway (smg; profiles/sglang_gateway.yml): its venv, lock and report"
 	@echo "make profile REPO=org/name [REVISION=main] [ENDPOINT=url] [SRC=dir] [TP=n] [DEST=file|dir] [FORCE=1] [DIFF=1]"
 	@echo "            - a model profile in profiles/models/ from the checkpoint's config.json (Hub, mirror or SRC);"
 	@echo "              from any directory: make -C <collection> profile SRC=./ckpt (SRC, DEST relative to where you are);"
@@ -77,6 +78,12 @@ render-check: venv
 sglang-release: venv
 	@test -n "$(VERSION)" || { echo "make sglang-release: give VERSION=x.y.z (a release on the package index)" >&2; exit 2; }
 	@tests/tools/sglang-release.sh '$(VERSION)' $(if $(FROM),'$(FROM)')
+
+# make gateway-release VERSION=x.y.z [FROM=a.b.c]: the report of moving the gateway (smg) from FROM (default: the pin of
+# profiles/sglang_gateway.yml) to VERSION (docs/releases/smg-<FROM>-to-<VERSION>.md; tests/tools/gateway-release.sh).
+gateway-release: venv
+	@test -n "$(VERSION)" || { echo "make gateway-release: give VERSION=x.y.z (a release of smg on the package index)" >&2; exit 2; }
+	@tests/tools/gateway-release.sh '$(VERSION)' $(if $(FROM),'$(FROM)')
 
 # The plan gate (docs/ci.md): make plan compared with $(INVENTORY)/.plan-approved.json; plan-accept records it.
 plan-check: venv
