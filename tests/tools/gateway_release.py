@@ -159,8 +159,9 @@ def markdown(report):
     lines += ['  - `%s`: %r -> %r' % d for d in o['defaults']] or ['  none']
     lines += ['- choices changed:']
     lines += ['  - `%s`: added %s; removed %s' % (n, _list(a), _list(r)) for n, a, r in o['choices']] or ['  none']
-    lines += ['', '## --policy choices', '', 'Added: %s. Removed: %s.' % (_list(report['policies']['added']),
-                                                                       _list(report['policies']['removed']))]
+    policies = report['policies']
+    said = 'Added: %s. Removed: %s.' % (_list(policies['added']), _list(policies['removed']))
+    lines += ['', '## --policy choices', '', said]
     lines += ['', '## Rendered command lines parsed by smg %s' % report['new'], '']
     lines += ['- %s: `%s`' % ('ok' if p['ok'] else 'REFUSED (%s)' % p['error'], ' '.join(p['argv']))
               for p in report.get('parsed') or []] or ['not parsed']

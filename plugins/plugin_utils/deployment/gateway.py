@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import posixpath
 
 from ansible_collections.llmops.inference.plugins.module_utils.common.choosing import nearest
@@ -153,6 +154,34 @@ def _check_replicas(ctx, replicas, problems):
                      'rotation at once' % len(replicas), 'use at most %d' % (len(replicas) - 1))
 
 
+def _release(ctx, profile, problems):
+    """The table entry of the smg release this gateway runs (llmops_gateway_version, else the pin ``version:``) with
+    the table's shared keys, or None (refused) when it has no entry or no lock."""
+    wanted = ctx['settings'].get('llmops_gateway_version')
+    pin = str(profile.get('version'))
+    version = str(wanted) if wanted else pin
+    releases = profile.get('releases') or {}
+    variable, value = ('llmops_gateway_version', wanted) if wanted else ('profiles/sglang_gateway.yml.version', pin)
+    back = ('or remove llmops_gateway_version to use the pin %s' % pin) if wanted else 'or pin a release that has one'
+    entry = releases.get(version)
+    if entry is None:
+        problems.add(variable, value, 'smg %s is not a supported gateway release: it has no entry under releases: '
+                     'of profiles/sglang_gateway.yml (supported: %s)' % (version, ', '.join(sorted(releases)) or 'none'),
+                     'name a supported release, or add this one (make gateway-release VERSION=%s; docs/upgrade.md), %s'
+                     % (version, back), kind='release')
+        return None
+    lock = posixpath.join(ctx['profiles_dir'], entry.get('lock') or 'locks/smg-%s.txt' % version)
+    if not entry.get('lock') or not os.path.isfile(lock):
+        problems.add(variable, value, 'smg %s has an entry in profiles/sglang_gateway.yml but no pip lock (%s): a host '
+                     'would install an unproved resolution' % (version, lock),
+                     'generate its lock and report (make gateway-release VERSION=%s; docs/upgrade.md), %s'
+                     % (version, back), kind='release')
+        return None
+    release = dict((k, v) for k, v in profile.items() if k not in ('releases', 'shared'))
+    release.update(entry, version=version, lock=lock)
+    return release
+
+
 def resolve_gateway(ctx):
     problems = ctx.get('problems') or Problems(ctx['host'])
     settings = ctx['settings']
@@ -161,6 +190,9 @@ def resolve_gateway(ctx):
         problems.add('llmops_profiles_dir', ctx.get('profiles_dir'), 'has no readable sglang_gateway.yml (the '
                      'gateway pin)', 'restore profiles/sglang_gateway.yml or point llmops_profiles_dir at a copy '
                      'that has it', kind='profile')
+        return None, problems
+    profile = _release(ctx, profile, problems)
+    if profile is None:
         return None, problems
     _check_settings(ctx, profile, problems)
     names = _replica_names(settings, ctx['groups'], problems)
@@ -188,7 +220,7 @@ def resolve_gateway(ctx):
     deployment = dict(
         schema=SCHEMA, kind='sglang_gateway', host=ctx['host'], unit='sglang-gateway.service',
         gateway=dict(package=profile['package'], version=version, venv=venv, python=python, launcher=LAUNCHER,
-                     lock=posixpath.join(ctx['profiles_dir'], profile['lock']), launcher_module=profile['launcher_module']),
+                     lock=profile['lock'], launcher_module=profile['launcher_module']),
         http=dict(host=settings['llmops_gateway_host'], port=settings['llmops_gateway_port'], url=local_url,
                   readiness=profile['api']['readiness']),
         prometheus=dict(host=prometheus_host, port=settings['llmops_gateway_prometheus_port'],

@@ -388,8 +388,12 @@ VARIABLES = [
        scope='gateway', group=_GATEWAY),
     _v('llmops_gateway_prometheus_port', 'int', 29000, 'Port of the Prometheus /metrics listener (--prometheus-port).',
        min=PORT_MIN, max=PORT_MAX, scope='gateway', group=_GATEWAY),
+    _v('llmops_gateway_version', 'str', None,
+       'The smg release this gateway runs: an entry under releases: of profiles/sglang_gateway.yml that has a lock '
+       '(its flags, policies and lock are rendered and installed); null is the pin, version: of that file. Add a '
+       'release with make gateway-release VERSION=x.y.z (docs/upgrade.md).', scope='gateway', group=_GATEWAY),
     _v('llmops_gateway_venv', 'path', None,
-       'Virtualenv of the gateway on its host; null is /opt/smg/venv-<pinned smg version>.', scope='gateway',
+       'Virtualenv of the gateway on its host; null is /opt/smg/venv-<its smg version>.', scope='gateway',
        group=_GATEWAY),
     _v('llmops_gateway_swap_batch', 'int', 1,
        'Replicas the rolling swap takes out of rotation at once (playbooks/rolling_swap.yml); at least N - batch '

@@ -19,8 +19,15 @@ lab="$("${root}/tests/bench/setup-lab.sh")"
 bench_python="$(sed -n 's/^BENCH_PYTHON=//p' <<<"${lab}")"
 lab_python="$(sed -n 's/^LAB_PYTHON=//p' <<<"${lab}")"
 tiny_model="$(sed -n 's/^TINY_MODEL=//p' <<<"${lab}")"
-locks=("${root}"/profiles/locks/smg-*.txt)
-lock="${locks[0]}"
+# The interpreter that runs ansible (the tool venv's), else python3: the bench itself needs only the standard library
+# (under ansible-test, ansible and ansible-playbook on PATH are wrappers without a python beside them).
+python="$(dirname "$(command -v ansible-playbook)")/python"
+[ -x "${python}" ] || python="$(command -v python3)"
+# The lock of the pin (version: of profiles/sglang_gateway.yml), or of SMG_VERSION, another release of its table:
+# profiles/locks/ holds one lock per release, so no glob picks it.
+lock="${root}/profiles/$("${python}" -c 'import sys, yaml
+table = yaml.safe_load(open(sys.argv[1]))
+print(table["releases"][sys.argv[2] or str(table["version"])]["lock"])' "${root}/profiles/sglang_gateway.yml" "${SMG_VERSION:-}")"
 cache="${XDG_CACHE_HOME:-${HOME}/.cache}/llmops-inference"
 venv="${cache}/smg-$(sha256sum "${lock}" | cut -c1-12)"
 if [ ! -f "${venv}/.complete" ]; then
@@ -31,10 +38,6 @@ if [ ! -f "${venv}/.complete" ]; then
 fi
 state="$(mktemp -d "${TMPDIR:-/var/tmp}/sglang_gateway_it.XXXXXX")"
 trap 'rm -rf "${state}"' EXIT
-# The interpreter that runs ansible (the tool venv's), else python3: the bench itself needs only the standard library
-# (under ansible-test, ansible and ansible-playbook on PATH are wrappers without a python beside them).
-python="$(dirname "$(command -v ansible-playbook)")/python"
-[ -x "${python}" ] || python="$(command -v python3)"
 # The replicas' deployment for the roles run through the gateway (the seed profile with the tiny model's directory
 # as the tokenizer and the lab SGLang venv as the client's; the key comes from the bench's key file).
 cat >"${state}/lab.yml" <<YAML

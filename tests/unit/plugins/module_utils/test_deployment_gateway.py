@@ -6,7 +6,12 @@
 from __future__ import annotations
 
 import copy
+import os
 import re
+
+import yaml
+
+from collection_paths import ROOT
 
 from test_deployment_refusals import bad_inputs, run  # noqa: F401  (the shared harness)
 
@@ -118,3 +123,64 @@ def test_no_key_refused_and_colocation_refused():
     groups['sglang_gateways'] = ['ct-a']
     dummy, problems = run('ct-a', hosts, groups)
     assert 'a host of sglang_gateways cannot also be in sglang_servers' in flat(problems)
+
+
+def _table():
+    with open(os.path.join(ROOT, 'profiles', 'sglang_gateway.yml')) as stream:
+        return yaml.safe_load(stream)
+
+
+def _other_release(table):
+    others = sorted(v for v in table['releases'] if v != str(table['version']))
+    assert others, 'the gateway table has no release besides the pin'
+    return others[0]
+
+
+def test_the_pin_by_default_and_another_release_by_llmops_gateway_version():
+    table = _table()
+    pin, other = str(table['version']), _other_release(table)
+    hosts, groups = fleet()
+    gw, problems = run('gw', hosts, groups)
+    assert not problems, problems.message()
+    assert gw['gateway']['version'] == pin and gw['gateway']['lock'].endswith(table['releases'][pin]['lock'])
+    hosts, groups = fleet({'llmops_gateway_version': other})
+    moved, problems = run('gw', hosts, groups)
+    assert not problems, problems.message()
+    g = moved['gateway']
+    assert g['version'] == other and g['venv'] == '/opt/smg/venv-%s' % other and g['python'] == g['venv'] + '/bin/python'
+    assert g['lock'].endswith('/' + table['releases'][other]['lock']) and os.path.isfile(g['lock'])
+    assert moved['command'][0] == g['python']
+    # The rendered flags are the other entry's: both releases spell them alike, so the argv is the pin's.
+    flags = table['releases'][other]['flags']
+    assert moved['argv'][0] == flags['host']['flag'] and flags['policy']['flag'] in moved['argv']
+    assert moved['argv'] == gw['argv']
+
+
+def test_a_release_not_in_the_table_is_refused():
+    table = _table()
+    hosts, groups = fleet({'llmops_gateway_version': '0.0.1'})
+    gw, problems = run('gw', hosts, groups)
+    assert gw is None
+    text = flat(problems)
+    assert 'llmops_gateway_version' in text and '0.0.1' in text and 'not a supported gateway release' in text
+    assert 'make gateway-release VERSION=0.0.1' in text and 'use the pin %s' % table['version'] in text
+    for version in table['releases']:
+        assert version in text
+
+
+def test_a_release_without_its_lock_is_refused(tmp_path):
+    table = _table()
+    other = _other_release(table)
+    table['releases'][other] = dict(table['releases'][other], lock='locks/smg-%s-missing.txt' % other)
+    (tmp_path / 'sglang_gateway.yml').write_text(yaml.safe_dump(table))
+    hosts, groups = fleet({'llmops_gateway_version': other, 'llmops_profiles_dir': str(tmp_path)})
+    gw, problems = run('gw', hosts, groups)
+    assert gw is None
+    text = flat(problems)
+    assert 'llmops_gateway_version' in text and 'has an entry in profiles/sglang_gateway.yml but no pip lock' in text
+    assert 'smg-%s-missing.txt' % other in text and 'make gateway-release VERSION=%s' % other in text
+    # The same table with the lock present resolves: the refusal is the missing file, not the entry.
+    (tmp_path / 'locks').mkdir()
+    (tmp_path / 'locks' / ('smg-%s-missing.txt' % other)).write_text('# a lock\n')
+    gw, problems = run('gw', hosts, groups)
+    assert gw is not None and not problems, problems.message()
