@@ -271,9 +271,13 @@ def _val(value):
 def _resolved(sa):
     sg = _sglang()
     view = sg['overrides'].resolved_view(sa) if hasattr(sg['overrides'], 'resolved_view') else sa
-    d = sa.resolved_dict()
+    # 0.5.22+: resolved_dict(); 0.5.18 materialises the resolution onto the fields themselves
+    # (overrides.materialize_declarations) and keeps cuda_graph_config as a CudaGraphConfig object.
+    d = sa.resolved_dict() if hasattr(sa, 'resolved_dict') else dict(vars(sa))
     graph = d.get('cuda_graph_config') or {}
-    decode = graph.get('decode') if isinstance(graph, dict) else None
+    decode = graph.get('decode') if isinstance(graph, dict) else getattr(graph, 'decode', None)
+    if decode is not None and not isinstance(decode, dict):
+        decode = dict(max_bs=getattr(decode, 'max_bs', None))
     out = dict((k, _val(d.get(k))) for k in (
         'mem_fraction_static', 'chunked_prefill_size', 'max_running_requests', 'page_size', 'context_length',
         'kv_cache_dtype', 'attention_backend', 'disable_radix_cache', 'disable_overlap_schedule', 'mamba_ssm_dtype',
@@ -316,12 +320,25 @@ def _layer_model(model_config):
     return None
 
 
-def _since_0523(func, **newer):
-    """``func`` with the keyword arguments of a later release added where it takes them (0.5.23's
-    KVCacheConfigurator has draft_parallel_layout; 0.5.22's does not): the same call for every supported release."""
+def _taking(func):
+    """``func`` called with the keyword arguments it declares and no others: the harness names the arguments of
+    every supported release (0.5.23's KVCacheConfigurator takes draft_parallel_layout, 0.5.22's does not; 0.5.18's
+    takes ps instead of attn_dp_size / pp_size, and resolve_layer_indices takes spec_algorithm instead of
+    draft_model_idx). A required argument the harness does not name still fails, as a TypeError of SGLang's call."""
     import inspect
-    taken = dict((k, v) for k, v in newer.items() if k in inspect.signature(func).parameters)
-    return lambda *args, **kwargs: func(*args, **dict(kwargs, **taken))
+    params = inspect.signature(func).parameters
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        return func
+    return lambda *args, **kwargs: func(*args, **dict((k, v) for k, v in kwargs.items() if k in params))
+
+
+def _model_config_of(sg):
+    """The target's ModelConfig as the scheduler builds it: overrides.model_config_of (0.5.22+), or
+    ModelConfig.from_server_args(server_args) (0.5.18: managers/scheduler.py)."""
+    if hasattr(sg['overrides'], 'model_config_of'):
+        return sg['overrides'].model_config_of
+    from sglang.srt.configs.model_config import ModelConfig  # pylint: disable=import-error
+    return ModelConfig.from_server_args
 
 
 def run_case(case):
@@ -367,22 +384,77 @@ def _stage(stage, func, *args, **kwargs):
 
 
 def _run(case, result, sg):
-    rc, torch = sg['rc'], sg['torch']
-    sa = _stage('server_args', sg['ServerArgs'], **server_kwargs(case))
-    _stage('server_args', sa.resolve_once)
-    result['server'] = _resolved(sa)
+    with contextlib.ExitStack() as stack:
+        _run_published(case, result, sg, stack)
+
+
+def _publish(rc, sa, stack):
+    """Publish the resolved arguments as the scheduler process does, with the process placement of world rank 0.
+
+    0.5.22+: ``publish(sa, role=, ranks=SpawnRanks(...))`` derives the topology from the arguments; the world group is
+    the one thing a collective would need. 0.5.18: ``publish(sa, role=)`` only, and the live topology is read from the
+    initialised process groups (runtime_context.ParallelContext properties): it is overridden for the case with
+    SGLang's own ``compute_dp_attention_world_info`` (layers/dp_attention.py), which initialize_dp_attention runs.
+    Returns (parallel context, the ``ps`` ParallelState 0.5.18's KVCacheConfigurator takes, or None)."""
     try:
-        rc.publish(sa, role='scheduler', ranks=rc.SpawnRanks(world_rank=0, dp_rank=None, gpu_id=0))
+        if hasattr(rc, 'SpawnRanks'):
+            rc.publish(sa, role='scheduler', ranks=rc.SpawnRanks(world_rank=0, dp_rank=None, gpu_id=0))
+            parallel = rc.get_parallel()
+            parallel.override_permanently(world_group=types.SimpleNamespace(cpu_group=None))
+            return parallel, None
+        rc.publish(sa, role='scheduler')
+        return _topology_0518(rc, sa, stack)
     except SGLANG_ERRORS as exc:
         raise _Refused(_refusal('harness', exc))
+
+
+def _topology_0518(rc, sa, stack):
+    from sglang.srt.layers import dp_attention  # pylint: disable=import-error
+    from sglang.srt.distributed.parallel_state_wrapper import ParallelState  # pylint: disable=import-error
+    tp, dp = int(sa.tp_size), int(getattr(sa, 'dp_size', 1) or 1)
+    cp = int(rc.configured_attn_cp_size()) if hasattr(rc, 'configured_attn_cp_size') else 1
+    attn_tp_rank, attn_tp, attn_dp_rank, attn_dp = dp_attention.compute_dp_attention_world_info(
+        bool(sa.enable_dp_attention), 0, tp, dp, cp)
+    ep = int(getattr(sa, 'ep_size', 1) or 1)
+    live = dict(world_size=tp, world_rank=0, tp_size=tp, tp_rank=0, pp_size=1, pp_rank=0, moe_ep_size=ep,
+                moe_ep_rank=0, moe_dp_size=1, moe_dp_rank=0, moe_tp_size=tp // ep, moe_tp_rank=0,
+                attn_tp_size=attn_tp, attn_tp_rank=attn_tp_rank, attn_cp_size=cp, attn_cp_rank=0,
+                dcp_enabled=False, dcp_size=1, dcp_rank=0, attn_dcp_size=1, attn_dcp_rank=0, attn_dp_size=attn_dp,
+                attn_dp_rank=attn_dp_rank, world_group=types.SimpleNamespace(cpu_group=None), pp_group=None)
     parallel = rc.get_parallel()
-    parallel.override_permanently(world_group=types.SimpleNamespace(cpu_group=None))
+    stack.enter_context(parallel.override(**live))
+    # 0.5.18's pool budget asks the world group itself whether the free-memory reading is all-reduced
+    # (kv_cache_configurator._profile_available_bytes: get_world_group().world_size > 1); the reading is mocked.
+    from sglang.srt.mem_cache import kv_cache_configurator as kvcm  # pylint: disable=import-error
+    if hasattr(kvcm, 'get_world_group'):
+        world = types.SimpleNamespace(world_size=tp, rank_in_group=0, cpu_group=None)
+        stack.enter_context(mock.patch.object(kvcm, 'get_world_group', lambda: world))
+    ps = ParallelState.trivial(tp_size=tp, dp_size=dp, attn_tp_size=attn_tp, attn_tp_rank=attn_tp_rank,
+                               attn_dp_size=attn_dp, attn_dp_rank=attn_dp_rank, attn_cp_size=cp,
+                               moe_ep_size=ep)
+    return parallel, ps
+
+
+def _run_published(case, result, sg, stack):
+    rc, torch = sg['rc'], sg['torch']
+    sa = _stage('server_args', sg['ServerArgs'], **server_kwargs(case))
+    if hasattr(sa, 'resolve_once'):
+        _stage('server_args', sa.resolve_once)
+    # (0.5.18 resolves in ServerArgs.__post_init__: its refusals come from the constructor above.)
+    result['server'] = _resolved(sa)
+    parallel, ps = _publish(rc, sa, stack)
     result['server']['attn_tp_size'] = parallel.attn_tp_size
-    model_config = _stage('model', sg['overrides'].model_config_of, sa)
+    model_config = _stage('model', _model_config_of(sg), sa)
     spec_algorithm = sg['SpeculativeAlgorithm'].from_string(rc.get_spec().speculative_algorithm)
     model = _model_quant_stand_in(model_config)
-    layer_info = _stage('model', sg['layer_setup'].resolve_layer_indices, model=model, model_config=model_config,
-                        is_draft_worker=False, draft_model_idx=None)
+    layer_info = _stage('model', _taking(sg['layer_setup'].resolve_layer_indices), model=model,
+                        model_config=model_config, is_draft_worker=False, draft_model_idx=None,
+                        spec_algorithm=spec_algorithm)
+    if hasattr(sg['layer_setup'], 'adjust_hybrid_swa_layer_ids'):
+        # 0.5.18 narrows the model config's SWA / full layer ids to this rank's layers right after (model_runner.py).
+        _stage('model', sg['layer_setup'].adjust_hybrid_swa_layer_ids, model_config=model_config,
+               start_layer=layer_info.start_layer, end_layer=layer_info.end_layer,
+               is_hybrid_swa=model_config.is_hybrid_swa)
     resolved_dtype, kv_dtype = _stage('model', sg['kvd'].configure_kv_cache_dtype,
                                       server_args_kv_cache_dtype=rc.get_model().kv_cache_dtype, model=model,
                                       model_dtype=model_config.dtype, is_draft_worker=False, is_dflash=False,
@@ -402,7 +474,7 @@ def _run(case, result, sg):
     from sglang.srt.configs.model_config import AttentionArch  # pylint: disable=import-error
     use_mla = model_config.attention_arch == AttentionArch.MLA
     sliding = sg['load_model_utils'].resolve_sliding_window_size(model, model_config)
-    kvc = _stage('pool', _since_0523(sg['kvcm'].KVCacheConfigurator, draft_parallel_layout=None),
+    kvc = _stage('pool', _taking(sg['kvcm'].KVCacheConfigurator), draft_parallel_layout=None, ps=ps,
                  device='cuda', gpu_id=0, attn_dp_size=parallel.attn_dp_size, pp_size=1, pp_group=None, model=model,
                  model_config=model_config, server_args=sa, kv_cache_dtype=kv_dtype, kv_cache_dtype_str=kv_dtype_str,
                  model_dtype=model_config.dtype, page_size=rc.get_schedule().page_size,
@@ -441,13 +513,22 @@ def _model_facts(mc, layer_info, parallel, sliding):
         arch=mc.hf_config.architectures[0], attention_arch=str(mc.attention_arch), num_kv_heads_per_rank=kv_heads,
         head_dim=getattr(mc, 'head_dim', None), v_head_dim=getattr(mc, 'v_head_dim', None),
         num_effective_layers=layer_info.num_effective_layers,
-        full_attention_layers=len(layer_info.full_attention_layer_ids) if layer_info.full_attention_layer_ids
-        is not None else None,
-        swa_attention_layers=len(layer_info.swa_attention_layer_ids) if layer_info.swa_attention_layer_ids
-        is not None else None,
+        full_attention_layers=_count(_layer_ids(layer_info, mc, 'full_attention_layer_ids')),
+        swa_attention_layers=_count(_layer_ids(layer_info, mc, 'swa_attention_layer_ids')),
         context_len=mc.context_len, dtype=str(mc.dtype), is_hybrid_swa=bool(mc.is_hybrid_swa),
         is_hybrid_mamba=None, num_nextn_predict_layers=getattr(mc, 'num_nextn_predict_layers', None),
         sliding_window_size=sliding)
+
+
+def _layer_ids(layer_info, mc, name):
+    """0.5.22+ keeps the rank's layer ids in ModelLayerInfo; 0.5.18 on the model config (hybrid SWA only)."""
+    if hasattr(layer_info, name):
+        return getattr(layer_info, name)
+    return getattr(mc, name, None) if mc.is_hybrid_swa else None
+
+
+def _count(ids):
+    return len(ids) if ids is not None else None
 
 
 def _cells(sg, kvc, configurator, kv_dtype, kv_dtype_str, spec_aux, torch):
@@ -457,8 +538,7 @@ def _cells(sg, kvc, configurator, kv_dtype, kv_dtype_str, spec_aux, torch):
                kv_bytes_per_token=None, kv_bytes_per_token_target=None, kv_bytes_per_token_draft=None,
                full_bytes_per_token=None, swa_bytes_per_token=None, configurator=type(configurator).__name__)
     if isinstance(configurator, sg['pcm'].HybridSWAPoolConfigurator):
-        out['full_bytes_per_token'] = configurator._full_cell_bytes()  # pylint: disable=protected-access
-        out['swa_bytes_per_token'] = configurator._swa_cell_bytes()  # pylint: disable=protected-access
+        out['full_bytes_per_token'], out['swa_bytes_per_token'] = _swa_cells(configurator)
         out['kv_bytes_per_token'] = getattr(configurator, '_cell_size', None)
     elif isinstance(configurator, sg['pcm'].DefaultPoolConfigurator):
         total = configurator._cell_size  # pylint: disable=protected-access
@@ -471,6 +551,18 @@ def _cells(sg, kvc, configurator, kv_dtype, kv_dtype_str, spec_aux, torch):
         target = configurator._compute_cell_size(kvc, layers)  # pylint: disable=protected-access
         out.update(kv_bytes_per_token=total, kv_bytes_per_token_target=target, kv_bytes_per_token_draft=total - target)
     return out
+
+
+def _swa_cells(configurator):
+    """(full-side, SWA-side) bytes per token of a HybridSWAPoolConfigurator: its own _full_cell_bytes /
+    _swa_cell_bytes (0.5.22+), or 0.5.18's per-layer rows times its layer counts (the same terms its _cell_size sums;
+    0.5.18 has no draft SWA layers besides the banded Inkling depths)."""
+    # pylint: disable=protected-access
+    if hasattr(configurator, '_full_cell_bytes'):
+        return configurator._full_cell_bytes(), configurator._swa_cell_bytes()
+    full = configurator._full_per_token * (configurator._full_layers_num + configurator._draft_full_layers_num)
+    swa = configurator._swa_per_token * configurator._swa_layers_num
+    return full, swa
 
 
 def _state(kvc):
