@@ -300,7 +300,8 @@ def check_parallel_milestones(table, out):
 
 # Inputs that make each check fire (not its wording): check -> ('flags', server, host) for sglang_flags.render of the
 # seed profile, ('mamba', arguments of sglang_defaults.resolve_mamba_strategy), or ('release', flag) when the check
-# belongs to rules the pinned release does not have (its flag is false there).
+# belongs to rules the pinned release does not have (its flag is false there; a third item fires it where the flag is
+# true).
 TRIGGERS = {
     'tp_nnodes': ('flags', dict(tp_size=4), dict(nnodes=3, node_rank=0, dist_init_addr='h:1')),
     'node_rank': ('flags', dict(tp_size=4), dict(nnodes=2, node_rank=5, dist_init_addr='h:1')),
@@ -316,7 +317,8 @@ TRIGGERS = {
     'gpu_count': ('flags', {}, dict(gpu_indices=[0])),
     'nccl_broken': ('flags', {}, dict(p2p_verdict='nccl_broken')),
     'spec_radix_mamba': ('release', 'spec_radix_no_buffer'),
-    'mamba_extra_buffer_radix': ('release', 'extra_buffer_needs_radix'),
+    'mamba_extra_buffer_radix': ('release', 'extra_buffer_needs_radix',
+                                 ('mamba', dict(requested='extra_buffer', radix_cache=False))),
     'mamba_no_buffer_overlap': ('mamba', dict(requested='no_buffer')),
     'mamba_no_buffer_page': ('mamba', dict(requested='no_buffer', disable_overlap_schedule=True, page_size=64)),
     'mamba_no_buffer_backend': ('mamba', dict(requested='no_buffer', disable_overlap_schedule=True,
@@ -377,6 +379,8 @@ def check_prechecks(release, source, out):
             out.append(('FAIL', label, 'no trigger in tests/sglang/test_log_catalogue.py TRIGGERS: add the inputs that '
                         'fire it'))
             continue
+        if trigger[0] == 'release' and release['flags'][trigger[1]] and len(trigger) > 2:
+            trigger = trigger[2]  # a rule of this release too: fire it with its own inputs
         if trigger[0] == 'release':
             ok = not release['flags'][trigger[1]]
             out.append(('SKIP' if ok else 'FAIL', label, 'a rule of other releases (flags.%s is false for %s)'

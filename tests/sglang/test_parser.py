@@ -11,6 +11,7 @@ Run with the python of the lab SGLang venv (tests/bench/setup-bench-venv.sh: the
 Prints one line per case and a closing "N passed, N failed"; exit 1 on any failure.
 """
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -52,9 +53,11 @@ def parser_choices():
     from sglang.srt.server_args import ServerArgs
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
+    strings = {}
+    for action in parser._actions:  # pylint: disable=protected-access
+        strings.setdefault(action.dest, []).extend(action.option_strings)
     return dict((action.dest, [str(c) for c in action.choices]) for action in parser._actions  # pylint: disable=protected-access
-                if action.choices), dict((action.dest, list(action.option_strings))
-                                         for action in parser._actions)  # pylint: disable=protected-access
+                if action.choices), strings
 
 
 def table_matches_parser(release):
@@ -73,8 +76,10 @@ def table_matches_parser(release):
             out.append(('choices %s' % option, False, 'the parser has choices, the table records none'))
     mamba_flag = release['flags']['mamba_flag']
     dest = mamba_flag.lstrip('-').replace('-', '_')
-    out.append(('mamba flag %s' % mamba_flag, option_strings.get(dest) == [mamba_flag],
-                'parser: %s' % option_strings.get(dest)))
+    # The flag, and the deprecated old name where the table says the release still accepts it (same dest).
+    wanted = sorted([mamba_flag] + ([release['flags']['mamba_alias']] if release['flags']['mamba_alias'] else []))
+    out.append(('mamba flag %s' % mamba_flag, sorted(option_strings.get(dest) or []) == wanted,
+                'table %s, parser: %s' % (wanted, option_strings.get(dest))))
     out.append(('mamba choices', choices.get(dest) == release['flags']['mamba_choices'],
                 'table %s, parser %s' % (release['flags']['mamba_choices'], choices.get(dest))))
     return out
@@ -84,7 +89,7 @@ def architectures_match_source(release):
     """(name, ok, detail) for the architecture sets of the table against the installed release's own lists."""
     from sglang.srt.arg_groups.overrides import _MAMBA_EXTRA_BUFFER_ARCHS  # pylint: disable=import-error
     from sglang.srt.configs.model_config import multimodal_model_archs  # pylint: disable=import-error
-    from sglang.srt.layers.attention.attention_registry import HYBRID_GDN_SM100_BACKENDS  # pylint: disable=import-error
+    from sglang.srt.layers.attention import attention_registry  # pylint: disable=import-error
     arch = release['architectures']
     out = []
     for name, ours, theirs in (('hybrid_gdn', arch['hybrid_gdn'], _MAMBA_EXTRA_BUFFER_ARCHS),
@@ -122,16 +127,14 @@ def architectures_match_source(release):
     # The DSA, DeepSeek-family, SM100 page-override and EAGLE-3 draft sets (docs/dev/sglang-memory.md sections 2.4, 5.3
     # and 9 item 12).
     from sglang.srt.arg_groups.overrides import _DEEPSEEK_FAMILY_ARCHS  # pylint: disable=import-error
-    from sglang.srt.arg_groups import model_override_base  # pylint: disable=import-error
-    out.append(('architectures deepseek_family', set(arch['deepseek_family']) == set(_DEEPSEEK_FAMILY_ARCHS),
-                'table %s, _DEEPSEEK_FAMILY_ARCHS %s' % (sorted(arch['deepseek_family']), sorted(_DEEPSEEK_FAMILY_ARCHS))))
-    absent = sorted(n for n in arch['dsa'] if '"%s"' % n not in model_config)
+    # (As for breakable_graph_multimodal: the names this release serves, where its model registry was read.)
+    family = set(arch['deepseek_family']) & set(arch['served'] or arch['deepseek_family'])
+    out.append(('architectures deepseek_family', family == set(_DEEPSEEK_FAMILY_ARCHS),
+                'table %s, _DEEPSEEK_FAMILY_ARCHS %s' % (sorted(family), sorted(_DEEPSEEK_FAMILY_ARCHS))))
+    absent = sorted(n for n in set(arch['dsa']) & set(arch['served'] or arch['dsa']) if '"%s"' % n not in model_config)
     out.append(('architectures dsa named in configs/model_config.py', not absent, 'not named: %s' % absent
                 if absent else '%d names' % len(arch['dsa'])))
-    registered = sorted(name for name, fns in model_override_base._MODEL_OVERRIDE_FNS.items()  # pylint: disable=protected-access
-                        if any(fn.__name__ == '_qwen3_5_hybrid_overrides' for fn in fns))
-    out.append(('architectures sm100_hybrid_page', sorted(arch['sm100_hybrid_page']) == registered,
-                'table %s, _qwen3_5_hybrid_overrides %s' % (sorted(arch['sm100_hybrid_page']), registered)))
+    out.append(_sm100_hybrid_page(arch))
     absent = sorted(n for n in arch['eagle3_draft'] if not re.search(r'^class %s\(' % re.escape(n), models, re.M))
     out.append(('architectures eagle3_draft are model classes', not absent, 'absent: %s' % absent if absent else
                 '%d names' % len(arch['eagle3_draft'])))
@@ -174,10 +177,41 @@ def architectures_match_source(release):
             missing.append(name)
     out.append(('architectures dp_attention split attention over attn_tp_size', not missing,
                 'not: %s' % missing if missing else '%d names' % len(arch['dp_attention'])))
-    ours = set(arch['blackwell_gdn_backends'].get('10', ()))
-    out.append(('blackwell_gdn_backends 10', ours == set(HYBRID_GDN_SM100_BACKENDS),
-                'table %s, HYBRID_GDN_SM100_BACKENDS %s' % (sorted(ours), sorted(HYBRID_GDN_SM100_BACKENDS))))
+    out.extend(_blackwell_gdn_backends(arch, attention_registry))
     return out
+
+
+def _blackwell_gdn_backends(arch, attention_registry):
+    """The table's Blackwell backends for hybrid GDN models against the release's: HYBRID_GDN_SM100_BACKENDS (0.5.22+,
+    SM100 only), or 0.5.18's two `allowed = {...}` sets of its hybrid-GDN backend check (SM120, then SM100)."""
+    import ast
+    import inspect
+    theirs = getattr(attention_registry, 'HYBRID_GDN_SM100_BACKENDS', None)
+    if theirs is not None:
+        found = {'10': set(theirs)}
+    else:
+        match = re.search(r'if is_sm120_supported\(\):\s*allowed = (\{[^}]*\})\s*else:\s*allowed = (\{[^}]*\})',
+                          inspect.getsource(attention_registry))
+        found = dict(zip(('12', '10'), (ast.literal_eval(m) for m in match.groups()))) if match else {}
+    if not found:
+        return [('blackwell_gdn_backends', False, 'neither HYBRID_GDN_SM100_BACKENDS nor the allowed sets of the '
+                 'hybrid-GDN check in layers/attention/attention_registry.py')]
+    return [('blackwell_gdn_backends %s' % major, set(arch['blackwell_gdn_backends'].get(major, ())) == backends,
+             'table %s, SGLang %s' % (sorted(arch['blackwell_gdn_backends'].get(major, ())), sorted(backends)))
+            for major, backends in sorted(found.items())]
+
+
+def _sm100_hybrid_page(arch):
+    """The architectures whose SM100 override forces the hybrid page size: those _qwen3_5_hybrid_overrides is registered
+    for (arg_groups/model_override_base._MODEL_OVERRIDE_FNS; 0.5.18: arg_groups/overrides._MODEL_OVERRIDE_FNS)."""
+    try:
+        from sglang.srt.arg_groups import model_override_base as registry  # pylint: disable=import-error
+    except ImportError:
+        from sglang.srt.arg_groups import overrides as registry  # pylint: disable=import-error  # 0.5.18
+    registered = sorted(name for name, fns in registry._MODEL_OVERRIDE_FNS.items()  # pylint: disable=protected-access
+                        if any(fn.__name__ == '_qwen3_5_hybrid_overrides' for fn in fns))
+    return ('architectures sm100_hybrid_page', sorted(arch['sm100_hybrid_page']) == registered,
+            'table %s, _qwen3_5_hybrid_overrides %s' % (sorted(arch['sm100_hybrid_page']), registered))
 
 
 def parse_exposition(text):
@@ -329,8 +363,15 @@ def launcher_config_reaches_sglang(argv):
         path = os.path.join(tmp, 'secrets.yaml')  # the launcher's file name (SGLang insists on a YAML suffix)
         launcher.write_config(path, keys)
         mode = os.stat(path).st_mode & 0o777
+        # 0.5.18 resolves inside ServerArgs.__post_init__ (a GPU and the model's files): what is checked here is the
+        # parse of --config, which comes before it, so that resolution is skipped (0.5.22+ resolve later anyway).
+        from unittest import mock
+        from sglang.srt.server_args import ServerArgs
+        skip = (mock.patch.object(ServerArgs, '_run_resolution_pipeline', lambda self: None)
+                if hasattr(ServerArgs, '_run_resolution_pipeline') else contextlib.nullcontext())
         try:
-            args = prepare_server_args(list(argv) + ['--config', path])
+            with skip:
+                args = prepare_server_args(list(argv) + ['--config', path])
         except SystemExit as exc:
             return False, 'SGLang refused the config file (exit %s)' % exc.code
     got = dict((flag, getattr(args, flag.replace('-', '_'), None)) for flag in keys)
@@ -449,11 +490,17 @@ def main():
     good.update(quant_good)
     bad = {
         'abbreviated --speculative-algo': (['--model-path', '/m', '--speculative-algo', 'NEXTN'], 'abbreviation'),
-        'old name --mamba-scheduler-strategy': (['--model-path', '/m', '--mamba-scheduler-strategy', 'extra_buffer'],
-                                                'argparse'),
         'invalid reasoning parser': (['--model-path', '/m', '--reasoning-parser', 'qwen35'], 'argparse'),
         'invalid tool parser': (['--model-path', '/m', '--tool-call-parser', 'qwen3-coder'], 'argparse'),
     }
+    alias = release['flags']['mamba_alias']
+    if alias is None and release['flags']['mamba_flag'] != '--mamba-scheduler-strategy':
+        # The old name is gone (0.5.20 on): argparse refuses it.
+        bad['old name --mamba-scheduler-strategy'] = (
+            ['--model-path', '/m', '--mamba-scheduler-strategy', 'extra_buffer'], 'argparse')
+    elif alias is not None:
+        # Still a deprecated alias of the new flag (0.5.15, 0.5.18): it parses, and the collection never renders it.
+        good['deprecated alias %s' % alias] = dict(argv=['--model-path', '/m', alias, 'extra_buffer'], preflight=[])
     passed = failed = 0
     # The pre-checks' SGLang wording and every log line the collection matches: tests/sglang/test_log_catalogue.py.
     source = srt_source(os.path.dirname(sglang.__file__))

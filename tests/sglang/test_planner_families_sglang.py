@@ -40,6 +40,12 @@ CPU_UNREADABLE = {
     'openai__gpt-oss-120b': 'Unknown quantization method: mxfp4',
     'openai__gpt-oss-20b': 'Unknown quantization method: mxfp4',
 }
+# Configs an older supported release cannot read without the repository's own code (on a GPU too): 0.5.18 serves
+# MiMoV2FlashForCausalLM but registers no config class for model type mimo_v2_flash (0.5.22 does), so it needs
+# --trust-remote-code there.
+RELEASE_UNREADABLE = {
+    ('0.5.18', 'XiaomiMiMo__MiMo-V2-Flash'): 'model type `mimo_v2_flash` but Transformers does not recognize',
+}
 
 
 def sglang_facts(path):
@@ -90,7 +96,7 @@ def check_config(rel, path, served):
         # Configs whose HF config class needs its repository's own code (auto_map, absent here: MiMo-7B) or a
         # quantization the CPU build's registry lacks (mxfp4: gpt-oss) cannot be read on this CPU: listed, not
         # failed, and only for configs outside the families this file was written for.
-        known = CPU_UNREADABLE.get(name)
+        known = CPU_UNREADABLE.get(name) or RELEASE_UNREADABLE.get((rel['version'], name))
         ok = known is not None and known in str(exc)
         return [(name, ok, '%s ModelConfig cannot read it on this CPU: %s: %s'
                  % ('skip:' if ok else 'SGLang', type(exc).__name__, str(exc)[:160]))]

@@ -304,6 +304,16 @@ def dp_attention_weights(f, tp, attn_tp, bytes_per_param):
     return mixers * (1.0 / attn_tp - 1.0 / tp) * bytes_per_param
 
 
+def model_dtype(release, f):
+    """The dtype the server runs the model in: the config's (model facts), unless the release's planner family names
+    an architecture and quantization whose dtype SGLang forces (model_dtype_overrides, e.g. 0.5.18's GPT-OSS MXFP4 in
+    bfloat16)."""
+    for override in (release.get('planner') or {}).get('model_dtype_overrides') or ():
+        if f['arch'] in override['architectures'] and f['quant_method'] == override['quant_method']:
+            return override['dtype']
+    return f['dtype']
+
+
 def resolve_kv_bytes(release, f, kv_cache_dtype, config=None):
     """(dtype, bytes per element) of the KV cache: the release's choices, then the sizes this planner knows.
 
@@ -321,7 +331,8 @@ def resolve_kv_bytes(release, f, kv_cache_dtype, config=None):
             fp8 = str(f['kv_cache_quant_algo'] or '').upper() == 'FP8'
         if fp8:
             return 'fp8_e4m3', 1
-        return f['dtype'] if f['dtype'] in DTYPE_BYTES else 'bfloat16', DTYPE_BYTES.get(f['dtype'], 2)
+        dtype = model_dtype(release, f)
+        return dtype if dtype in DTYPE_BYTES else 'bfloat16', DTYPE_BYTES.get(dtype, 2)
     if kv_cache_dtype not in DTYPE_BYTES:
         raise PlanError('kv_cache_dtype %s: sglang %s accepts it, but the planner knows no byte size for it (known: %s)'
                         % (kv_cache_dtype, release['version'], ', '.join(sorted(DTYPE_BYTES))))

@@ -462,7 +462,7 @@ PROGRESS = (
 _GB = ' GB'
 STARTUP_LINES = (
     ('memory_baseline', text(['Memory baseline taken. mem usage=', NUM('usage'), _GB], 'sglang',
-                             source='distributed/bootstrap.py',
+                             source='distributed/bootstrap.py', when=('flag', 'memory_baseline_line'),
                              example='[2026-11-30 01:21:00 TP0] Memory baseline taken. mem usage=1.41 GB')),
     ('load_weight_begin', text(['Load weight begin. avail mem=', NUM('avail'), _GB], 'sglang',
                                source='model_executor/model_runner.py load_model',

@@ -94,7 +94,7 @@ def check_rules(family, where='quantization_rules'):
     if 'kv_cache_auto' in family:
         _check_kv_cache_auto(where + '.kv_cache_auto', family['kv_cache_auto'])
     messages = family['messages']
-    _keys(where + '.messages', messages, ('capability', 'unknown'), ('capability', 'unknown'))
+    _keys(where + '.messages', messages, ('capability', 'unknown', 'scheme'), ('capability', 'unknown'))
     for name, message in messages.items():
         _keys('%s.messages.%s' % (where, name), message, MESSAGE_KEYS, MESSAGE_KEYS)
         _cited('%s.messages.%s' % (where, name), message)

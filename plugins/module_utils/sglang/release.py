@@ -156,6 +156,9 @@ PLANNER_KEYS = {
     'dp_attention_graph_reserve': (_is_dp_reserve, 'null or {mib_per_bs, large_bs, extra_mib_per_bs}'),
     'dsa': (_is_dsa, 'null or {page_size, indexer_quant_block, kv_cache_dtype_auto: {sm100, hopper}, backends: '
                      '{<dtype>: {sm100: [prefill, decode], hopper: [prefill, decode]}}, raw_layout_backend}'),
+    'model_dtype_overrides': (lambda v: isinstance(v, list) and all(
+        isinstance(o, dict) and sorted(o) == ['architectures', 'dtype', 'quant_method', 'source'] for o in v),
+        'a list of {architectures, quant_method, dtype, source}: the dtype SGLang forces for those checkpoints'),
 }
 FLAG_KEYS = {
     'mamba_flag': _IS_STR_OR_NULL,
@@ -169,6 +172,8 @@ FLAG_KEYS = {
     'pp_spec_message': _IS_STR,
     'parallel_begin': _IS_STR,
     'parallel_end': _IS_STR,
+    'memory_baseline_line': _IS_BOOL,
+    'mamba_alias': _IS_STR_OR_NULL,
 }
 DEFAULT_KEYS = {
     'speculative_max_running_requests': _IS_INT,
@@ -207,6 +212,7 @@ ARCHITECTURE_KEYS = dict(((name, _IS_STR_LIST) for name in PLANNER_FAMILIES), **
 # Defaults a release may lack (read for some releases only; the planner falls back where one is absent).
 OPTIONAL_DEFAULT_KEYS = ('speculative_auto_params_by_arch',)
 RELEASE_KEYS = ('source', 'planner', 'flags', 'choices', 'defaults', 'host_programs', 'quantization', 'detection', 'metrics',
+                'architectures',
                 'install_overrides')
 # A requirement of the release's own wheel that is installed at another version (install_overrides: name -> these):
 # the exact requirement SGLang declares, the version installed instead, and why (with its source). pip check then
@@ -326,6 +332,32 @@ def _check_metrics(where, metrics):
         names.add(family['name'])
 
 
+def _planner_family(raw, name, rules):
+    """One planner family, validated; ``base: <family>`` takes every key of that family (itself without a base) and
+    the family names only the keys where its release's code differs (their source included)."""
+    where = 'planner_families.%s' % name
+    if not isinstance(rules, dict) or 'base' not in rules:
+        _check_keys(where, rules, PLANNER_KEYS)
+        return copy.deepcopy(rules)
+    base = rules['base']
+    if base not in raw or base == name or not isinstance(raw[base], dict) or 'base' in raw[base]:
+        raise ReleaseError('%s: %s.base %r must name another planner family that has no base itself%s; known: %s'
+                           % (TABLE_PATH, where, base, _did_you_mean(str(base), raw), ', '.join(sorted(raw))))
+    merged = copy.deepcopy(raw[base])
+    merged.update(copy.deepcopy(dict((k, v) for k, v in rules.items() if k != 'base')))
+    _check_keys(where, merged, PLANNER_KEYS)
+    return merged
+
+
+def _check_release_architectures(where, sets):
+    """A release's own architecture sets: where its lists differ from the table-wide ones (the pin's)."""
+    own = dict((k, v) for k, v in ARCHITECTURE_KEYS.items() if k not in ('source', 'served'))
+    if not isinstance(sets, dict) or not sets:
+        raise ReleaseError('%s: %s must be a mapping of architecture-set name to that release\'s own set'
+                           % (TABLE_PATH, where))
+    _check_keys(where, sets, own, required=False)
+
+
 def load_table(data):
     """Validate a parsed profiles/sglang_releases.yml and return a normalised copy of it.
 
@@ -345,9 +377,9 @@ def load_table(data):
         if not isinstance(data.get(key), dict) or not data[key]:
             raise ReleaseError('%s: %s must be a non-empty mapping' % (TABLE_PATH, key))
     families = {}
-    for name, rules in data['planner_families'].items():
-        _check_keys('planner_families.%s' % name, rules, PLANNER_KEYS)
-        families[str(name)] = copy.deepcopy(rules)
+    raw = data['planner_families']
+    for name, rules in raw.items():
+        families[str(name)] = _planner_family(raw, str(name), rules)
     _check_keys('architectures', data['architectures'], ARCHITECTURE_KEYS)
     architectures = copy.deepcopy(data['architectures'])
     ref_families = {}
@@ -372,6 +404,8 @@ def load_table(data):
         _check_keys(where, entry, release_spec, required=False)
         if not _IS_STR[0](entry.get('source')):
             raise ReleaseError('%s: %s lacks source (the SGLang files its facts mirror)' % (TABLE_PATH, where))
+        if 'architectures' in entry:
+            _check_release_architectures(where + '.architectures', entry['architectures'])
         if 'planner' in entry and entry['planner'] not in families:
             raise ReleaseError('%s: %s.planner %r is not a planner_families key%s; known: %s'
                                % (TABLE_PATH, where, entry['planner'], _did_you_mean(entry['planner'], families),
@@ -452,7 +486,8 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
     choices = dict((key, list(values)) for key, values in (entry.get('choices') or {}).items())
     if flags is not None and flags['mamba_flag'] is not None:
         choices['mamba_strategy'] = list(flags['mamba_choices'])
-    arch = table['architectures']
+    # The table-wide sets (the pin's), with the sets this release's own lists give instead.
+    arch = dict(table['architectures'], **(entry.get('architectures') or {}))
     architectures = dict(
         source=arch['source'],
         multimodal=frozenset(arch['multimodal']),

@@ -307,7 +307,7 @@ def test_values_are_checked_against_the_release_choices():
         render(attention_backend='flash_infer')
     # "auto" of the dtype options renders nothing and needs no choice; releases without recorded choices pass.
     assert '--kv-cache-dtype' not in render(kv_cache_dtype='auto', mamba_ssm_dtype='auto')['argv']
-    assert flag(render('0.5.18', attention_backend='anything')['argv'], '--attention-backend') == 'anything'
+    assert flag(render('0.5.20', attention_backend='anything')['argv'], '--attention-backend') == 'anything'
 
 
 def test_blackwell_gdn_backends_of_the_pin():

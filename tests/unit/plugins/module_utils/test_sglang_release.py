@@ -45,7 +45,7 @@ def test_the_real_table_loads():
     loaded = sr.load_table(TABLE)
     assert sorted(loaded) == ['architectures', 'parser_detection', 'planner_families', 'quantization_rules',
                               'releases']  # shared: only anchors, dropped
-    assert sorted(loaded['planner_families']) == ['apr', 'configurator']
+    assert sorted(loaded['planner_families']) == ['apr', 'configurator', 'configurator_0518']
     assert sr.known_versions(loaded) == ['0.5.9', '0.5.10', '0.5.11', '0.5.12', '0.5.15', '0.5.18', '0.5.20', '0.5.22',
                                          '0.5.23']  # not the pin: the table's releases, oldest first
     for version, entry in loaded['releases'].items():
@@ -175,7 +175,7 @@ def test_check_choice():
     # Nothing close: no nearest, still the valid list.
     assert 'nearest' not in sr.check_choice(rel, 'mamba_ssm_dtype', 'zzz')
     # A release whose parser was not read records no choices for the option: nothing to check.
-    old = sr.release(TABLE, '0.5.18')
+    old = sr.release(TABLE, '0.5.20', need=('flags',))
     assert sr.check_choice(old, 'tool_call_parser', 'anything') is None
     assert 'extra_buffer_lazy' not in (sr.check_choice(old, 'mamba_strategy', 'extra_buffer_lazy') or 'ok')
     apr = sr.release(TABLE, '0.5.11')
@@ -232,3 +232,28 @@ def test_install_overrides_give_the_exact_pip_check_lines():
     wrong = {'cuda-tile': {'requires': '1.6.0rc5', 'install': '1.6.0', 'why': 'x'}}
     message = refused(table(**{'releases/0.5.22/install_overrides': wrong}), '0.5.22')
     assert 'install_overrides.cuda-tile.requires' in message and '"==1.6.0rc5"' in message
+
+
+def test_a_planner_family_with_a_base_names_only_where_it_differs():
+    loaded = sr.load_table(TABLE)['planner_families']
+    base, older = loaded['configurator'], loaded['configurator_0518']
+    # 0.5.18's buckets are its own (server_args.py _handle_gpu_memory_settings: 2048 / 24 / 80 below 35 GiB) ...
+    assert [35, 2048, 24, 80] in older['buckets'] and [35, 4096, 48, 160] in base['buckets']
+    # ... every other rule is the base family's, and the merged family is a whole one (no `base` key left).
+    own = dict(buckets=None, source=None, mm_reserve_hopper=None, model_dtype_overrides=None)
+    assert dict(older, **own) == dict(base, **own) and 'base' not in older
+    assert older['mm_reserve_hopper'] is None and base['mm_reserve_hopper']['model_types'] == ['qwen3_vl', 'qwen3_vl_moe']
+    assert sr.release(TABLE, '0.5.18')['planner']['buckets'][1] == (35, 2048, 24, 80)
+
+
+@pytest.mark.parametrize('base, wanted', [
+    ('configuratr', "base 'configuratr' must name another planner family that has no base itself (did you mean "
+                    "configurator?)"),
+    ('configurator_0518', "base 'configurator_0518' must name another planner family that has no base itself"),
+])
+def test_a_planner_family_base_must_be_a_family_without_a_base(base, wanted):
+    data = copy.deepcopy(TABLE)
+    data['planner_families']['other'] = dict(base=base, source='x')
+    with pytest.raises(sr.ReleaseError) as exc:
+        sr.load_table(data)
+    assert wanted in str(exc.value)

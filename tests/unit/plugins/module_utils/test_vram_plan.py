@@ -575,9 +575,14 @@ def test_dtypes_are_checked_against_the_release_choices():
 
 
 def test_extra_buffer_without_radix_by_release():
-    # 0.5.18's mamba hook refuses it; the pinned release only ignores it (same rule as the renderer).
+    # A release whose table entry says its mamba hook refuses it (0.5.20's) refuses it; the pinned release, and 0.5.18
+    # (its own ServerArgs accepts it: the oracle), only ignore it (same rule as the renderer).
+    refusing = dict(rel(PIN), flags=dict(rel(PIN)['flags'], extra_buffer_needs_radix=True))
     with pytest.raises(vp.PlanError) as exc:
-        plan_122b(H200, release=rel('0.5.18'), radix_cache=False, mamba_strategy='extra_buffer', max_running_requests=16)
+        plan_122b(H200, release=refusing, radix_cache=False, mamba_strategy='extra_buffer', max_running_requests=16)
     assert 'mamba extra_buffer is not compatible with --disable-radix-cache' in str(exc.value)
-    result = plan_122b(H200, radix_cache=False, mamba_strategy='extra_buffer', max_running_requests=16)
-    assert result['mamba_strategy'] is None and result['mamba_slots_per_request'] == 1
+    assert sr.release(TABLE, '0.5.20', need=('flags',))['flags']['extra_buffer_needs_radix'] is True
+    for release in (rel(PIN), rel('0.5.18')):
+        result = plan_122b(H200, release=release, radix_cache=False, mamba_strategy='extra_buffer',
+                           max_running_requests=16)
+        assert result['mamba_strategy'] is None and result['mamba_slots_per_request'] == 1

@@ -80,5 +80,9 @@ def test_planner_equals_sglang(version, entry, grid_cases):
     shared = (entry['oracle']['case'].get('free_before_load_gib'), entry['oracle']['case'].get('free_after_load_gib'))
     plan, refusal, _pre, _after = GRID.run_planner(rel, case, shared)
     result = GRID.compare(plan, refusal, entry['oracle'])
+    if result['kind'] == 'config needs remote code':
+        # That release's own ModelConfig cannot read the config without the checkpoint's code (0.5.18 has no config
+        # class for mimo_v2_flash): SGLang gave no verdict to compare with.
+        pytest.skip('sglang %s needs --trust-remote-code for %s' % (version, entry['id']))
     assert result['kind'] in ('exact', 'both refuse'), '\n'.join(
         '%s: planner %r, SGLang %r' % diff for diff in result['diffs'])
