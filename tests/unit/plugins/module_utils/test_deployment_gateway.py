@@ -15,6 +15,10 @@ from collection_paths import ROOT
 
 from test_deployment_refusals import bad_inputs, run  # noqa: F401  (the shared harness)
 
+# The gateway pin, read where it is written (no pin literal in tests).
+with open(os.path.join(ROOT, 'profiles', 'sglang_gateway.yml')) as _stream:
+    GATEWAY_PIN = str(yaml.safe_load(_stream)['version'])
+
 
 def fleet(gateway_vars=None, second=None):
     """The seed's container twice (ct-a, ct-b) behind a gateway host gw."""
@@ -48,7 +52,7 @@ def test_worker_urls_and_command_line():
     assert gw['served_model_name'] == 'qwen3.5-122b' and gw['swap'] == dict(
         batch=1, min_serving=1, drain_settle_secs=5,
         worker_inflight={'path': '/v1/loads?include=core', 'fields': ['num_running_reqs', 'num_waiting_reqs']})
-    assert gw['command'][:4] == ['/opt/smg/venv-1.13.0/bin/python', '/usr/local/libexec/llmops/smg-launch', '--key-required',
+    assert gw['command'][:4] == ['/opt/smg/venv-%s/bin/python' % GATEWAY_PIN, '/usr/local/libexec/llmops/smg-launch', '--key-required',
                                  '--']
 
 
@@ -94,7 +98,7 @@ def test_refusals_name_variable_value_rule_fix():
     dummy, problems = run('gw', hosts, groups)
     text = flat(problems)
     assert "llmops_gateway_replicas = 'ct-c': not a host of the group sglang_servers (ct-a, ct-b). Fix: use ct-b" in text
-    assert "llmops_gateway_policy = 'cache-aware': not a --policy of smg 1.13.0" in text and "use 'cache_aware'" in text
+    assert "llmops_gateway_policy = 'cache-aware': not a --policy of smg %s" % GATEWAY_PIN in text and "use 'cache_aware'" in text
     assert 'llmops_gateway_prometheus_port = 30080: the same port as llmops_gateway_port' in text
     assert "llmops_gateway_extra_args = '--api-key=x': the role renders or forbids --api-key" in text
     assert 'nothing was changed on any host' in text
