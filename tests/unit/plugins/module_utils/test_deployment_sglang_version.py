@@ -41,35 +41,32 @@ def test_another_supported_release_moves_this_server_alone():
     assert 'VERSION %s (inventory llmops_sglang_version)' % OTHER in launcher['source']
 
 
+def refusals(version):
+    """The resolver's refusal text for the seed server with llmops_sglang_version set to version."""
+    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve as _resolve
+    hosts, groups = seed(llmops_sglang_version=version)
+    variables = dict((k, v) for k, v in hosts['ct-t'].items() if k != 'llmops_api_key')
+    request = dict(host='ct-t', groups=groups, variables=variables, vars_of=lambda name: hosts.get(name, {}),
+                   overrides={}, p2p_verdict='', require_secrets=True, api_key='k', model_commit='',
+                   inventory_dir='/nonexistent', collection_profiles=os.path.join(ROOT, 'profiles'),
+                   role_options=role_options.ROLE_OPTIONS)
+    dummy, problems = _resolve(request, Loader())
+    return problems.message()
+
+
 @pytest.mark.parametrize('value, fragment', [
     ('0.5.20', 'has flag rules but no planner rules'),
     ('9.9.9', 'has no entry for it; known releases:'),
 ])
 def test_an_unsupported_release_is_refused_naming_the_variable(value, fragment):
-    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve as _resolve
-    hosts, groups = seed(llmops_sglang_version=value)
-    variables = dict((k, v) for k, v in hosts['ct-t'].items() if k != 'llmops_api_key')
-    request = dict(host='ct-t', groups=groups, variables=variables, vars_of=lambda name: hosts.get(name, {}),
-                   overrides={}, p2p_verdict='', require_secrets=True, api_key='k', model_commit='',
-                   inventory_dir='/nonexistent', collection_profiles=os.path.join(ROOT, 'profiles'),
-                   role_options=role_options.ROLE_OPTIONS)
-    dummy, problems = _resolve(request, Loader())
-    message = problems.message()
+    message = refusals(value)
     assert 'llmops_sglang_version' in message and value in message and fragment in message
     assert 'name a supported release' in message and 'the pin %s of profiles/sglang.yml' % PIN in message
 
 
-def test_a_release_with_rules_but_no_lock_is_refused(tmp_path):
+def test_a_release_with_rules_but_no_lock_is_refused():
     """0.5.11 has planner and flag rules but no lock: a host would install an unproved resolution."""
-    from ansible_collections.llmops.inference.plugins.plugin_utils.deployment.resolve import resolve as _resolve
     assert not os.path.exists(os.path.join(ROOT, 'profiles', 'locks', 'sglang-0.5.11-py3.11.txt'))
-    hosts, groups = seed(llmops_sglang_version='0.5.11')
-    variables = dict((k, v) for k, v in hosts['ct-t'].items() if k != 'llmops_api_key')
-    request = dict(host='ct-t', groups=groups, variables=variables, vars_of=lambda name: hosts.get(name, {}),
-                   overrides={}, p2p_verdict='', require_secrets=True, api_key='k', model_commit='',
-                   inventory_dir='/nonexistent', collection_profiles=os.path.join(ROOT, 'profiles'),
-                   role_options=role_options.ROLE_OPTIONS)
-    dummy, problems = _resolve(request, Loader())
-    message = problems.message()
+    message = refusals('0.5.11')
     assert 'llmops_sglang_version' in message and 'no pip lock' in message
     assert 'make sglang-release VERSION=0.5.11' in message
