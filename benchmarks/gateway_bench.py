@@ -220,13 +220,15 @@ def answer_text(text):
         return ''
 
 
-# What the SGLang stand-in (tests/sglang/standin_server.py) answers: which replica, which model directory.
-STANDIN_ANSWER = re.compile(r'^stand-in (?P<server>\S+) serves (?P<model>\S+)$')
+# What the SGLang stand-in (tests/sglang/standin_server.py) answers: which replica, which model directory, and which
+# SGLang release when its interpreter has one (the venv the role installed).
+STANDIN_ANSWER = re.compile(r'^stand-in (?P<server>\S+) serves (?P<model>\S+)(?: with sglang (?P<release>\S+))?$')
 
 
 def summarize(results, pattern=STANDIN_ANSWER):
     """Failures, latency, the longest time without an answer, and per replica (from the answer text) the models it
-    served in order: [{model, first, last, count}] - one segment per model switch."""
+    served in order: [{model, release, first, last, count}] - one segment per switch of model directory or release
+    (release None where the answer names none)."""
     results = sorted(results, key=lambda r: r['t'])
     ok = [r for r in results if r['status'] == 200]
     done = sorted(r['t'] + r['seconds'] for r in ok)
@@ -237,8 +239,9 @@ def summarize(results, pattern=STANDIN_ANSWER):
         if not match:
             continue
         segments = servers.setdefault(match.group('server'), [])
-        if not segments or segments[-1]['model'] != match.group('model'):
-            segments.append(dict(model=match.group('model'), first=r['t'], last=r['t'], count=0))
+        served = dict(model=match.group('model'), release=match.groupdict().get('release'))
+        if not segments or (segments[-1]['model'], segments[-1]['release']) != (served['model'], served['release']):
+            segments.append(dict(served, first=r['t'], last=r['t'], count=0))
         segments[-1]['last'] = r['t']
         segments[-1]['count'] += 1
     seconds = sorted(r['seconds'] for r in ok)

@@ -320,16 +320,33 @@ def _layer_model(model_config):
     return None
 
 
+class _HarnessMismatch(Exception):
+    """A release's call needs an argument the harness does not pass: the harness's fault, never SGLang's refusal."""
+
+
 def _taking(func):
     """``func`` called with the keyword arguments it declares and no others: the harness names the arguments of
     every supported release (0.5.23's KVCacheConfigurator takes draft_parallel_layout, 0.5.22's does not; 0.5.18's
     takes ps instead of attn_dp_size / pp_size, and resolve_layer_indices takes spec_algorithm instead of
-    draft_model_idx). A required argument the harness does not name still fails, as a TypeError of SGLang's call."""
+    draft_model_idx). A required argument the harness does not name raises _HarnessMismatch before the call, so
+    _stage labels it a harness error and not a TypeError of SGLang's own (a refusal)."""
     import inspect
     params = inspect.signature(func).parameters
     if any(p.kind == p.VAR_KEYWORD for p in params.values()):
         return func
-    return lambda *args, **kwargs: func(*args, **dict((k, v) for k, v in kwargs.items() if k in params))
+    positional = [name for name, p in params.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    def call(*args, **kwargs):
+        given = dict((k, v) for k, v in kwargs.items() if k in params)
+        missing = [name for name, p in params.items()
+                   if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY, p.POSITIONAL_ONLY)
+                   and name not in given and name not in positional[:len(args)]]
+        if missing:
+            raise _HarnessMismatch('%s needs %s, which tests/oracle/sglang_oracle.py does not pass (this release '
+                                   'changed the call: name the argument in the harness)'
+                                   % (getattr(func, '__qualname__', func), ', '.join(missing)))
+        return func(*args, **given)
+    return call
 
 
 def _model_config_of(sg):
@@ -379,6 +396,8 @@ SGLANG_ERRORS = (ValueError, AssertionError, RuntimeError, NotImplementedError, 
 def _stage(stage, func, *args, **kwargs):
     try:
         return func(*args, **kwargs)
+    except _HarnessMismatch as exc:
+        raise _Refused(_refusal('harness', exc))
     except SGLANG_ERRORS as exc:
         raise _Refused(_refusal(stage, exc))
 

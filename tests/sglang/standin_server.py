@@ -9,9 +9,10 @@ SGLang's Bearer auth (paths starting /health or /metrics are exempt, as in srt/u
 texts SGLang, PyTorch, uvicorn and NCCL print (see shared notes and sglang 0.5.23's source); stdout is flushed per
 line so journald sees each one when it is printed.
 For the gateway lab it also answers POST /v1/chat/completions after SGLANG_STANDIN_LATENCY seconds (default 0.2)
-with a canned text that names the host, port and model path it serves (no inference: the lab checks which replica and
-which revision answered; a stream request gets the same text as one SSE chunk per word), and GET /v1/loads with its own count
-of requests in flight in the shape of 0.5.23's srt/entrypoints/v1_loads.py (loads[].num_running_reqs,
+with a canned text that names the host, port and model path it serves, and the version of the sglang package its
+interpreter has when it has one (no inference: the lab checks which replica, which revision and which release
+answered; a stream request gets the same text as one SSE chunk per word), and GET /v1/loads with its own count of
+requests in flight in the shape of 0.5.23's srt/entrypoints/v1_loads.py (loads[].num_running_reqs,
 num_waiting_reqs), which the rolling swap's drain waits on.
 
 With --enable-metrics it also serves /metrics as SGLang does (no API key needed): the metric families of the pinned
@@ -158,6 +159,20 @@ _STARTUP_PLACES = ('/opt/standin/share/sglang-startup.log',
 # The release the replayed file was recorded from (its header: "# SGLang X start-up lines ..."): what the stand-in
 # answers as its version, as that release's server would (main() fills it).
 RECORDED = {}
+
+
+# The sglang package of the interpreter running the stand-in (the stand-in wheel of the venv the role installed, when
+# the launcher is that venv's python): the gateway lab's answers then say which release served each request.
+INSTALLED = {}
+
+
+def installed_sglang():
+    """The version of the sglang distribution this interpreter sees, or None (the image's python3 has none)."""
+    try:
+        from importlib import metadata
+        return metadata.version('sglang')
+    except Exception:  # pylint: disable=broad-except  # PackageNotFoundError, or no importlib.metadata
+        return None
 
 
 def recorded_release(text):
@@ -391,6 +406,8 @@ def make_handler(args):
                     STATE['served'] += 1
                     number = STATE['served']
             text = 'stand-in %s:%d serves %s' % (socket.gethostname(), int(args.port), args.model_path)
+            if INSTALLED.get('sglang'):
+                text += ' with sglang %s' % INSTALLED['sglang']
             answer = {'id': 'standin-%d' % number, 'object': 'chat.completion', 'created': int(time.time()),
                       'model': served, 'choices': [{'index': 0, 'finish_reason': 'stop',
                                                     'message': {'role': 'assistant', 'content': text}}],
@@ -424,6 +441,7 @@ def fail(lines, code=1):
 
 def main():
     args, _rest = parse(sys.argv[1:])
+    INSTALLED['sglang'] = installed_sglang()
     scenario = os.environ.get('SGLANG_STANDIN_SCENARIO', 'healthy')
     delay = float(os.environ.get('SGLANG_STANDIN_DELAY', '0.1'))
     begin = 'Init torch distributed begin.' if os.environ.get('SGLANG_STANDIN_WORDING') == 'apr' else 'Init parallel begin.'

@@ -13,16 +13,9 @@ set -euo pipefail
 shopt -s inherit_errexit
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "${here}/../.." && pwd)"
-version="${1:?usage: gateway-release.sh VERSION [FROM]}"
-pin="$(sed -n -E 's/^version:[[:space:]]*"?([0-9][0-9.]*)"?.*/\1/p' "${root}/profiles/sglang_gateway.yml")"
-from="${2:-${pin}}"
-for pair in "VERSION=${version}" "FROM=${from}"; do
-    [[ "${pair#*=}" =~ ^[0-9]+\.[0-9]+\.[0-9]+(\.post[0-9]+)?$ ]] || {
-        echo "make gateway-release: ${pair} is not a release number such as 1.12.0" >&2; exit 2; }
-done
-[ "${version}" != "${from}" ] || {
-    echo "make gateway-release: VERSION=${version} is FROM (default: the pin of profiles/sglang_gateway.yml): give" \
-        "another release, or FROM=<the release you move from>" >&2; exit 2; }
+# shellcheck source=tests/tools/release_args.sh
+source "${here}/release_args.sh"
+release_args gateway-release "${root}/profiles/sglang_gateway.yml" 1.12.0 "$@"
 tool="${root}/.venv/bin/python"
 out="${root}/build/gateway-release"
 cache="${XDG_CACHE_HOME:-${HOME}/.cache}/llmops-inference"

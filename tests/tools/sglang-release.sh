@@ -11,16 +11,9 @@
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "${here}/../.." && pwd)"
-version="${1:?usage: sglang-release.sh VERSION [FROM]}"
-pin="$(sed -n -E 's/^version:[[:space:]]*"?([0-9][0-9.]*)"?.*/\1/p' "${root}/profiles/sglang.yml")"
-from="${2:-${pin}}"
-for pair in "VERSION=${version}" "FROM=${from}"; do
-    [[ "${pair#*=}" =~ ^[0-9]+\.[0-9]+\.[0-9]+(\.post[0-9]+)?$ ]] || {
-        echo "make sglang-release: ${pair} is not a release number such as 0.5.22" >&2; exit 2; }
-done
-[ "${version}" != "${from}" ] || {
-    echo "make sglang-release: VERSION=${version} is FROM (default: the pin of profiles/sglang.yml): give another" \
-        "release, or FROM=<the release you move from>" >&2; exit 2; }
+# shellcheck source=tests/tools/release_args.sh
+source "${here}/release_args.sh"
+release_args sglang-release "${root}/profiles/sglang.yml" 0.5.22 "$@"
 tool="${root}/.venv/bin/python"
 out="${root}/build/sglang-release"
 mkdir -p "${out}" "${root}/docs/releases" "${root}/profiles/releases"

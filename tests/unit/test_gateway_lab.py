@@ -29,8 +29,8 @@ bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
 
-def _answer(server, model):
-    return 'stand-in %s serves %s' % (server, model)
+def _answer(server, model, release=None):
+    return 'stand-in %s serves %s' % (server, model) + (' with sglang %s' % release if release else '')
 
 
 def test_summary_segments_per_replica_in_time_order():
@@ -58,6 +58,16 @@ def test_summary_of_a_switch_back_has_three_segments():
     assert [s['model'] for s in bench.summarize(results)['servers']['a:1']] == ['/m/r1', '/m/r2', '/m/r1']
 
 
+def test_summary_splits_a_replica_on_a_release_move_of_the_same_model():
+    results = [dict(t=float(i), status=200, seconds=0.1, error=None, answer=_answer('a:1', '/m/r1', release))
+               for i, release in enumerate(['9.1.0', '9.1.0', '9.0.0', '9.1.0'])]
+    segments = bench.summarize(results)['servers']['a:1']
+    assert [(s['model'], s['release'], s['count']) for s in segments] == [
+        ('/m/r1', '9.1.0', 2), ('/m/r1', '9.0.0', 1), ('/m/r1', '9.1.0', 1)]
+    # An answer that names no release (the stand-in run by an interpreter without sglang) keeps release None.
+    assert bench.summarize(results[:1] + [dict(results[1], answer=_answer('a:1', '/m/r1'))])['servers']['a:1'][1]['release'] is None
+
+
 def _free_port():
     sock = socket.socket()
     sock.bind(('127.0.0.1', 0))
@@ -73,10 +83,16 @@ def _get(url, key, body=None):
         return json.loads(resp.read().decode())
 
 
-@pytest.fixture
-def standin():
+@pytest.fixture(params=[None, '9.9.1'], ids=['no-sglang', 'venv-with-sglang'])
+def standin(request, tmp_path):
     port = _free_port()
     env = dict(os.environ, SGLANG_STANDIN_DELAY='0', SGLANG_STANDIN_LATENCY='0.5')
+    if request.param:
+        # An interpreter that sees an sglang distribution (the lab's venv with the stand-in wheel): its metadata only.
+        info = tmp_path / ('sglang-%s.dist-info' % request.param)
+        info.mkdir()
+        (info / 'METADATA').write_text('Metadata-Version: 2.1\nName: sglang\nVersion: %s\n' % request.param)
+        env['PYTHONPATH'] = str(tmp_path)
     proc = subprocess.Popen([sys.executable, STANDIN, '--model-path', '/srv/models/qwen-rev1', '--served-model-name',
                              'qwen3.5-122b', '--port', str(port), '--api-key', 'k'], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -88,13 +104,13 @@ def standin():
             break
         except Exception:  # pylint: disable=broad-except
             time.sleep(0.1)
-    yield url, port
+    yield url, port, request.param
     proc.terminate()
     proc.wait(10)
 
 
 def test_standin_counts_requests_in_flight_and_names_replica_and_model(standin):
-    url, port = standin
+    url, port, release = standin
     answers = []
     thread = threading.Thread(target=lambda: answers.append(_get(url + '/v1/chat/completions', 'k',
                                                                  {'model': 'qwen3.5-122b', 'messages': []})))
@@ -108,17 +124,19 @@ def test_standin_counts_requests_in_flight_and_names_replica_and_model(standin):
     match = bench.STANDIN_ANSWER.match(text)
     assert match and match.group('server') == '%s:%d' % (socket.gethostname(), port)
     assert match.group('model') == '/srv/models/qwen-rev1'
+    assert match.group('release') == release
     assert answers[0]['choices'][0]['finish_reason'] == 'stop'
 
 
 def test_standin_streams_word_by_word_as_the_smoke_stream_check_wants(standin):
-    url, _port = standin
+    url, _port, release = standin
     req = urllib.request.Request(url + '/v1/chat/completions', data=json.dumps(
         {'model': 'qwen3.5-122b', 'messages': [], 'stream': True}).encode(), headers={'Authorization': 'Bearer k'})
     with urllib.request.urlopen(req, timeout=10) as resp:
         lines = [(0.0, line.decode()) for line in resp.read().splitlines(True)]
     summary = openai_checks.summarize_stream(openai_checks.parse_sse(lines))
-    assert summary['content'].endswith(' serves /srv/models/qwen-rev1') and summary['token_chunks'] == 4
+    tail = ' serves /srv/models/qwen-rev1' + (' with sglang %s' % release if release else '')
+    assert summary['content'].endswith(tail) and summary['token_chunks'] == (7 if release else 4)
     assert openai_checks.check_stream(summary)['status'] == 'ok'
 
 

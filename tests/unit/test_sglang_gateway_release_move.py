@@ -27,7 +27,8 @@ PLAY = '''
     sglang_gateway_deployment:
       unit: sglang-gateway.service
       argv: %(argv)s
-      gateway: {version: "%(to)s", venv: /opt/smg/venv-%(to)s, lock: %(profiles)s/locks/smg-%(to)s.txt}
+      gateway: {version: "%(to)s", venv: /opt/smg/venv-%(to)s, lock: /elsewhere/locks/smg-%(to)s.txt}
+      profiles: {dir: %(profiles)s}
   tasks:
     - name: The role's own variables
       ansible.builtin.include_vars: %(root)s/roles/sglang_gateway/vars/main.yml

@@ -217,10 +217,13 @@ def resolve_gateway(ctx):
     if len(replicas) == 1:
         warnings.append('%s: one replica (%s): a rolling swap of it is an outage; add a second replica for '
                         'zero-downtime swaps' % (ctx['host'], replicas[0]['host']))
+    warnings.extend(_known_issues(ctx['host'], profile, len(replicas)))
     deployment = dict(
         schema=SCHEMA, kind='sglang_gateway', host=ctx['host'], unit='sglang-gateway.service',
         gateway=dict(package=profile['package'], version=version, venv=venv, python=python, launcher=LAUNCHER,
                      lock=profile['lock'], launcher_module=profile['launcher_module']),
+        # The profiles the gateway was resolved from (releases/smg-<a>-to-<b>.json: the move report the role reads).
+        profiles=dict(dir=ctx['profiles_dir']),
         http=dict(host=settings['llmops_gateway_host'], port=settings['llmops_gateway_port'], url=local_url,
                   readiness=profile['api']['readiness']),
         prometheus=dict(host=prometheus_host, port=settings['llmops_gateway_prometheus_port'],
@@ -245,6 +248,12 @@ def resolve_gateway(ctx):
         argv=argv, command=command, exec_start=' '.join(_quote(a) for a in command),
         notes=[], warnings=warnings)
     return deployment, problems
+
+
+def _known_issues(host, profile, replicas):
+    """Warnings of the release's known_issues (profiles/sglang_gateway.yml) that apply with this many replicas."""
+    return ['%s: %s (fix: %s)' % (host, issue['text'], issue['fix']) for issue in profile.get('known_issues') or []
+            if replicas >= int(issue.get('min_replicas') or 0)]
 
 
 def _quote(arg):

@@ -188,3 +188,28 @@ def test_a_release_without_its_lock_is_refused(tmp_path):
     (tmp_path / 'locks' / ('smg-%s-missing.txt' % other)).write_text('# a lock\n')
     gw, problems = run('gw', hosts, groups)
     assert gw is not None and not problems, problems.message()
+
+
+def test_a_release_with_a_known_issue_warns_where_it_applies(tmp_path):
+    table = _table()
+    flagged = [v for v, entry in table['releases'].items() if entry.get('known_issues')]
+    assert flagged, 'no gateway release has known_issues (1.12.0 lost requests when a replica died)'
+    for version in flagged:
+        issue = table['releases'][version]['known_issues'][0]
+        pinned = {} if version == str(table['version']) else {'llmops_gateway_version': version}
+        gw, problems = run('gw', *fleet(pinned))
+        assert not problems, problems.message()
+        assert any(issue['text'] in w and issue['fix'] in w for w in gw['warnings']), gw['warnings']
+        # One replica behind it: the issue (replica death under load with others to retry on) does not apply.
+        gw, problems = run('gw', *fleet(dict(pinned, llmops_gateway_replicas=['ct-b'])))
+        assert not any(issue['text'] in w for w in gw['warnings'])
+    # The threshold is the entry's: the same issue from 3 replicas on says nothing with 2.
+    version = flagged[0]
+    table['releases'][version]['known_issues'] = [dict(table['releases'][version]['known_issues'][0], min_replicas=3)]
+    (tmp_path / 'sglang_gateway.yml').write_text(yaml.safe_dump(table))
+    (tmp_path / 'locks').mkdir()
+    (tmp_path / table['releases'][version]['lock']).write_text('# a lock\n')
+    gw, problems = run('gw', *fleet({'llmops_gateway_version': version, 'llmops_profiles_dir': str(tmp_path)}))
+    assert not problems, problems.message()
+    assert not any(table['releases'][version]['known_issues'][0]['text'] in w for w in gw['warnings'])
+    assert gw['profiles']['dir'] == str(tmp_path)
