@@ -135,6 +135,7 @@ def architectures_match_source(release):
     out.append(('architectures dsa named in configs/model_config.py', not absent, 'not named: %s' % absent
                 if absent else '%d names' % len(arch['dsa'])))
     out.append(_sm100_hybrid_page(arch))
+    out.append(_sm100_flashinfer(arch))
     absent = sorted(n for n in arch['eagle3_draft'] if not re.search(r'^class %s\(' % re.escape(n), models, re.M))
     out.append(('architectures eagle3_draft are model classes', not absent, 'absent: %s' % absent if absent else
                 '%d names' % len(arch['eagle3_draft'])))
@@ -201,14 +202,33 @@ def _blackwell_gdn_backends(arch, attention_registry):
             for major, backends in sorted(found.items())]
 
 
-def _sm100_hybrid_page(arch):
-    """The architectures whose SM100 override forces the hybrid page size: those _qwen3_5_hybrid_overrides is registered
-    for (arg_groups/model_override_base._MODEL_OVERRIDE_FNS; 0.5.18: arg_groups/overrides._MODEL_OVERRIDE_FNS)."""
+def _override_registry():
+    """The model-override registry: arg_groups/model_override_base (0.5.22+), arg_groups/overrides (0.5.18)."""
     try:
         from sglang.srt.arg_groups import model_override_base as registry  # pylint: disable=import-error
     except ImportError:
         from sglang.srt.arg_groups import overrides as registry  # pylint: disable=import-error  # 0.5.18
-    registered = sorted(name for name, fns in registry._MODEL_OVERRIDE_FNS.items()  # pylint: disable=protected-access
+    return registry._MODEL_OVERRIDE_FNS  # pylint: disable=protected-access
+
+
+# An override that sets attention_backend flashinfer within three lines of an SM100 test (0.5.18 overrides.py:1307).
+_SM100_FLASHINFER = re.compile(r'sm100[^\n]*\n(?:[^\n]*\n){0,2}?\s*overrides\["attention_backend"\] = "flashinfer"')
+
+
+def _sm100_flashinfer(arch):
+    """The architectures whose own override picks flashinfer on SM100 (layout.default_page_size: no page constraint),
+    read from the source of every registered override function."""
+    import inspect
+    registered = sorted(name for name, fns in _override_registry().items()
+                        if any(_SM100_FLASHINFER.search(inspect.getsource(fn)) for fn in fns))
+    return ('architectures sm100_flashinfer', sorted(arch['sm100_flashinfer']) == registered,
+            'table %s, overrides setting flashinfer on SM100 %s' % (sorted(arch['sm100_flashinfer']), registered))
+
+
+def _sm100_hybrid_page(arch):
+    """The architectures whose SM100 override forces the hybrid page size: those _qwen3_5_hybrid_overrides is registered
+    for (arg_groups/model_override_base._MODEL_OVERRIDE_FNS; 0.5.18: arg_groups/overrides._MODEL_OVERRIDE_FNS)."""
+    registered = sorted(name for name, fns in _override_registry().items()
                         if any(fn.__name__ == '_qwen3_5_hybrid_overrides' for fn in fns))
     return ('architectures sm100_hybrid_page', sorted(arch['sm100_hybrid_page']) == registered,
             'table %s, _qwen3_5_hybrid_overrides %s' % (sorted(arch['sm100_hybrid_page']), registered))

@@ -155,6 +155,7 @@ def default_page_size(release, facts, page_size, compute_capability, attention_b
         page must be 16/32/64/128, else 64 (overrides.py:1176-1188);
       - the DeepSeek family without DSA: trtllm_mla (deepseek_v2.py:176-186), page 32/64, else 64 (:1155-1163).
     * an explicit trtllm_mha / trtllm_mla backend: the same page constraints.
+    * architectures in the release's sm100_flashinfer set (0.5.18 NemotronH): flashinfer, no page constraint.
     """
     rules = release['planner']
     arch = facts['arch']
@@ -184,6 +185,10 @@ def default_page_size(release, facts, page_size, compute_capability, attention_b
                 return forced, 'SM100: attention backend trtllm_mha, page_size %d (SGLang default for %s)' % (forced, arch)
             return 1, None
     if pages is None:
+        return page_size or 1, None
+    if sm == 10 and backend is None and arch in release['architectures']['sm100_flashinfer']:
+        # The architecture's own override picks flashinfer, which has no page constraint (0.5.18 NemotronH:
+        # arg_groups/overrides.py:1307-1308).
         return page_size or 1, None
     if sm == 10 and backend is None:
         if facts['attention'] == 'mla':

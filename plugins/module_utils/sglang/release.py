@@ -198,6 +198,7 @@ ARCHITECTURE_KEYS = dict(((name, _IS_STR_LIST) for name in PLANNER_FAMILIES), **
     'dsa': _IS_STR_LIST,
     'deepseek_family': _IS_STR_LIST,
     'sm100_hybrid_page': _IS_STR_LIST,
+    'sm100_flashinfer': _IS_STR_LIST,
     'eagle3_draft': _IS_STR_LIST,
     'dp_attention': _IS_STR_LIST,
     # Issue #26 point 4: Llama-4's every-N-th-layer-full chunked attention, VLMs served text-only by default, and the
@@ -494,6 +495,7 @@ def release(table, version, need=('planner', 'flags', 'defaults')):
         breakable_graph_multimodal=frozenset(arch['breakable_graph_multimodal']),
         dsa=frozenset(arch['dsa']), deepseek_family=frozenset(arch['deepseek_family']),
         sm100_hybrid_page=frozenset(arch['sm100_hybrid_page']), eagle3_draft=frozenset(arch['eagle3_draft']),
+        sm100_flashinfer=frozenset(arch['sm100_flashinfer']),
         dp_attention=frozenset(arch['dp_attention']),
         vision_config_defaults=dict((str(k), dict(v)) for k, v in arch['vision_config_defaults'].items()),
         mtp_draft=dict((str(k), dict(v)) for k, v in arch['mtp_draft'].items()),
