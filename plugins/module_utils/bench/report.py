@@ -12,6 +12,8 @@ __metaclass__ = type
 import math
 from html import escape as _escape
 
+from ansible_collections.llmops.inference.plugins.module_utils.bench.spec_verdict import verdict as spec_verdict
+
 # Metrics a gate or the baseline comparison can name, with their direction and unit.
 METRICS = {
     'output_throughput': ('higher', 'tok/s', 'output tok/s'),
@@ -31,6 +33,8 @@ METRICS = {
     'median_e2e_latency_ms': ('lower', 'ms', 'E2E p50'),
     'p99_e2e_latency_ms': ('lower', 'ms', 'E2E p99'),
 }
+# A change of output tok/s within this many percent is "even" in the speculative-decoding verdict (spec_verdict).
+VERDICT_NOISE_PCT = 3.0
 PALETTE = ('#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#17becf')
 
 
@@ -208,6 +212,43 @@ def ab_rows(rows, variants):
     return out
 
 
+def spec_pairs(rows, variants):
+    """(speculative variant, baseline variant) pairs, from the data: a variant whose every run ran speculative
+    decoding (the row's mtp: the variant's declared mtp, else the server's speculative_algorithm) against the first
+    variant, in the declared order, whose every run ran without it. Names say nothing here."""
+    names = [v.get('name') for v in variants or []] or sorted(set(r['variant'] for r in rows))
+    spec, base = [], []
+    for name in names:
+        flags = set(bool(r.get('mtp')) for r in rows if r['variant'] == name)
+        if flags == {True}:
+            spec.append(name)
+        elif flags == {False}:
+            base.append(name)
+    return [(name, base[0]) for name in spec] if base else []
+
+
+def verdicts(rows, variants, noise_pct=VERDICT_NOISE_PCT):
+    """The speculative-decoding verdict (spec_verdict.verdict: output tok/s per level of the concurrency sweep) of
+    each pair of spec_pairs; request-rate runs are not part of it."""
+    out = []
+    for spec, base in spec_pairs(rows, variants):
+        table = {}
+        for row in rows:
+            if row['kind'] == 'concurrency' and row['concurrency'] is not None and row['variant'] in (spec, base):
+                side = 'spec_tok_s' if row['variant'] == spec else 'base_tok_s'
+                table.setdefault(row['concurrency'], dict(concurrency=row['concurrency']))[side] = row.get('output_throughput')
+        result = spec_verdict(sorted(table.values(), key=lambda p: p['concurrency']), 'MTP', noise_pct)
+        out.append(dict(result, spec=spec, base=base, metric='output_throughput', noise_pct=noise_pct))
+    return out
+
+
+def verdict_heading(item):
+    return 'Verdict, %s vs %s' % (item['spec'], item['base'])
+
+
+VERDICT_NOTE = 'speculative decoding on vs off, output tok/s per concurrency level'
+
+
 # ---- Markdown ------------------------------------------------------------------------------------------------------
 
 TABLE_COLUMNS = (
@@ -248,7 +289,7 @@ def variant_lines(meta):
     return out if len(out) > 1 else []
 
 
-def markdown(meta, rows, gates, ab, smoke, server=None):
+def markdown(meta, rows, gates, ab, smoke, server=None, spec=None):
     lines = ['# %s' % meta.get('title', 'Benchmark'), '']
     lines += ['- host: `%s`, results `%s`' % (meta.get('host'), meta.get('timestamp'))]
     lines += ['- client: `%s` (SGLang %s) from `%s`, backend `%s`, dataset `%s`, %s in / %s out tokens (range ratio %s), '
@@ -286,6 +327,10 @@ def markdown(meta, rows, gates, ab, smoke, server=None):
                 load_text(dict(kind=r['kind'], concurrency=r['concurrency'], request_rate=r['request_rate'])), r['b'], r['a'],
                 num(r['b_out']), num(r['a_out']), _pct(r['output_throughput_pct']), _pct(r['p99_ttft_pct']),
                 _pct(r['median_itl_pct']), _pct(r['median_tpot_pct'])))
+    if spec and not ab:
+        lines += ['', '## Speculative decoding']
+    for item in spec or []:
+        lines += ['', '**%s** (%s): %s' % (verdict_heading(item), VERDICT_NOTE, item['line'])]
     if gates:
         lines += ['', '## Gates', '']
         for gate in gates:
@@ -446,11 +491,12 @@ table{border-collapse:collapse;font-size:13px;background:#fff}th,td{border:1px s
 th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .charts{display:flex;flex-wrap:wrap;gap:16px}.charts svg{border:1px solid #ddd;background:#fff}
 .pass{color:#1a7f37;font-weight:bold}.fail{color:#c62828;font-weight:bold}.note{font-size:12px;color:#666;max-width:1100px}
+.verdict{font-size:14px;max-width:1100px;background:#fff;border-left:4px solid #1f77b4;padding:6px 10px}
 .ok{color:#1a7f37}.failed{color:#c62828;font-weight:bold}.unsupported,.skipped{color:#a66400}
 """
 
 
-def html(meta, rows, gates, ab, smoke, chart_list, server=None):
+def html(meta, rows, gates, ab, smoke, chart_list, server=None, spec=None):
     title = meta.get('title', 'Benchmark')
     out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">', '<title>%s</title>' % esc(title),
@@ -470,8 +516,8 @@ def html(meta, rows, gates, ab, smoke, chart_list, server=None):
         out.append('</ul>')
     if gates:
         failed = [g for g in gates if not g['ok']]
-        verdict = '%d failed' % len(failed) if failed else 'all passed'
-        out.append('<h2>Gates: <span class="%s">%s</span></h2><ul>' % ('fail' if failed else 'pass', verdict))
+        tally = '%d failed' % len(failed) if failed else 'all passed'
+        out.append('<h2>Gates: <span class="%s">%s</span></h2><ul>' % ('fail' if failed else 'pass', tally))
         for gate in gates:
             state = ('pass', 'PASS') if gate['ok'] else ('fail', 'FAIL')
             out.append('<li><span class="%s">%s</span> %s</li>' % (state[0], state[1], esc(gate['message'])))
@@ -501,6 +547,10 @@ def html(meta, rows, gates, ab, smoke, chart_list, server=None):
                           esc(r['b']), esc(r['a']), esc(num(r['b_out'])), esc(num(r['a_out'])), esc(_pct(r['output_throughput_pct'])),
                           esc(_pct(r['p99_ttft_pct'])), esc(_pct(r['median_itl_pct'])), esc(_pct(r['median_tpot_pct']))))
         out.append('</tbody></table>')
+    if spec and not ab:
+        out.append('<h2>Speculative decoding</h2>')
+    for item in spec or []:
+        out.append('<p class="verdict"><b>%s</b> (%s): %s</p>' % (esc(verdict_heading(item)), esc(VERDICT_NOTE), esc(item['line'])))
     if smoke:
         out.append('<h2>Smoke tests</h2><table><thead><tr><th>check</th><th>status</th><th>detail</th></tr></thead><tbody>')
         for res in smoke:
@@ -513,16 +563,20 @@ def html(meta, rows, gates, ab, smoke, chart_list, server=None):
 
 def build(meta, records, thresholds=None, baseline_rows=None, max_regression_pct=10.0, baseline_metrics=None,
           smoke=None, server=None):
-    """Everything the report module writes: rows, gates, A/B rows, Markdown, HTML and the summary dict. ``server``:
-    the server-side view's sections (bench_server_view.sections), or None."""
+    """Everything the report module writes: rows, gates, A/B rows, the speculative-decoding verdicts (noise threshold
+    meta's verdict_noise_pct, default VERDICT_NOISE_PCT), Markdown, HTML and the summary dict. ``server``: the
+    server-side view's sections (bench_server_view.sections), or None."""
     rows = build_rows(records, meta.get('variants'), meta.get('roofline'))
     gates = evaluate_thresholds(rows, thresholds)
     if baseline_rows is not None:
         gates += compare_baseline(rows, baseline_rows, max_regression_pct,
                                   baseline_metrics or ['output_throughput', 'p99_ttft_ms'])
     ab = ab_rows(rows, meta.get('variants'))
+    noise = meta.get('verdict_noise_pct')
+    spec = verdicts(rows, meta.get('variants'), VERDICT_NOISE_PCT if noise is None else float(noise))
     chart_list = charts(rows, ab)
-    md = markdown(meta, rows, gates, ab, smoke, server)
-    page = html(meta, rows, gates, ab, smoke, chart_list, server)
-    summary = dict(meta=meta, rows=rows, gates=gates, ab=ab, server=(server or {}).get('summary'))
-    return dict(rows=rows, gates=gates, ab=ab, markdown=md, html=page, summary=summary, charts=[c[0] for c in chart_list])
+    md = markdown(meta, rows, gates, ab, smoke, server, spec)
+    page = html(meta, rows, gates, ab, smoke, chart_list, server, spec)
+    summary = dict(meta=meta, rows=rows, gates=gates, ab=ab, verdicts=spec, server=(server or {}).get('summary'))
+    return dict(rows=rows, gates=gates, ab=ab, verdicts=spec, markdown=md, html=page, summary=summary,
+                charts=[c[0] for c in chart_list])

@@ -748,6 +748,14 @@ ROLE_OPTIONS = json.loads(r'''
    "default": 1800,
    "type": "int"
   },
+  "sglang_benchmark_record": {
+   "default": true,
+   "type": "bool"
+  },
+  "sglang_benchmark_record_keep": {
+   "default": 20,
+   "type": "int"
+  },
   "sglang_benchmark_remote_cleanup": {
    "default": false,
    "type": "bool"
@@ -891,6 +899,10 @@ ROLE_OPTIONS = json.loads(r'''
   "sglang_benchmark_timestamp": {
    "default": "",
    "type": "str"
+  },
+  "sglang_benchmark_verdict_noise_pct": {
+   "default": 3.0,
+   "type": "float"
   },
   "sglang_benchmark_warmup_requests": {
    "default": 2,

@@ -119,6 +119,7 @@ llmops_host_sev_snp: true
 llmops_sglang_venv: ${bench_venv}
 llmops_sglang_launcher: [${lab_python}, ${root}/tests/bench/openai_server.py]
 llmops_parser_python: ${bench_python}
+llmops_record_dir: ${state}/records
 lab_standin_port: ${standin_port}
 lab_prometheus_url: http://127.0.0.1:${prometheus_port}
 llmops_variants:

@@ -5,6 +5,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import html
 import re
 
 from ansible_collections.llmops.inference.plugins.module_utils.bench import report as br
@@ -156,3 +157,81 @@ def test_nice_axis_and_numbers():
     assert br._nice_max(730) == 1000
     assert br._nice_max(180) == 200
     assert br.num(None) == 'n/a' and br.num(1234.5) == '1,234' and br.num(3.14159, 2) == '3.14'
+
+
+# ---- the speculative-decoding verdict at the end of the A/B section -------------------------------------------------
+
+def _fixture_line(noise=3.0):
+    """The verdict line for the fixture, computed from BY_RUN (mtp ran EAGLE, no-mtp ran nothing) by the rule itself:
+    change = 100 x (mtp - no-mtp) / no-mtp per concurrency level; the rate run is not a level."""
+    parts = []
+    for c in (1, 4, 16):
+        base, spec = BY_RUN[('no-mtp', 'concurrency', c)][0], BY_RUN[('mtp', 'concurrency', c)][0]
+        parts.append('%+.1f %% at c=%d (%.1f -> %.1f)' % (round(100.0 * (spec - base) / base, 1), c, base, spec))
+    return parts
+
+
+def test_the_verdict_pairs_variants_by_what_they_ran_not_by_name_or_order():
+    rows = br.build_rows(RECORDS, VARIANTS, None)
+    # The reference of the A/B table is mtp (listed first); the verdict's baseline is the variant that ran without MTP.
+    assert br.spec_pairs(rows, VARIANTS) == [('mtp', 'no-mtp')]
+    assert br.spec_pairs(rows, list(reversed(VARIANTS))) == [('mtp', 'no-mtp')]
+    # Declared mtp wins over the server's answer (and over the names): here "mtp" is the one without.
+    swapped = [{'name': 'mtp', 'mtp': False}, {'name': 'no-mtp', 'mtp': True}]
+    assert br.spec_pairs(br.build_rows(RECORDS, swapped, None), swapped) == [('no-mtp', 'mtp')]
+    # Two variants that both run MTP (or neither): no pair, no verdict.
+    both = [{'name': 'mtp', 'mtp': True}, {'name': 'no-mtp', 'mtp': True}]
+    assert br.verdicts(br.build_rows(RECORDS, both, None), both) == []
+    # Several speculative variants: each against the first variant without.
+    more = VARIANTS + [{'name': 'eagle3'}]
+    extra = RECORDS + [record('eagle3', 1, 100.0, 9.0)]
+    assert br.spec_pairs(br.build_rows(extra, more, None), more) == [('mtp', 'no-mtp'), ('eagle3', 'no-mtp')]
+
+
+def test_the_verdict_uses_output_tok_s_of_the_concurrency_sweep():
+    rows = br.build_rows(RECORDS, VARIANTS, None)
+    (item,) = br.verdicts(rows, VARIANTS)
+    assert (item['spec'], item['base'], item['metric'], item['noise_pct']) == ('mtp', 'no-mtp', 'output_throughput', 3.0)
+    assert [x['concurrency'] for x in item['levels']] == [1, 4, 16]
+    assert [(x['base_tok_s'], x['spec_tok_s']) for x in item['levels']] == [
+        (BY_RUN[('no-mtp', 'concurrency', c)][0], BY_RUN[('mtp', 'concurrency', c)][0]) for c in (1, 4, 16)]
+    assert item['line'] == 'MTP: output tok/s %s -> keep at every level measured (changes within 3 %% count as even)' % ', '.join(_fixture_line())
+    # A run of one side only is said: drop no-mtp's c=16.
+    partial = [r for r in RECORDS if not (r['llmops']['labels']['variant'] == 'no-mtp' and r['metrics']['max_concurrency'] == 16)]
+    (item,) = br.verdicts(br.build_rows(partial, VARIANTS, None), VARIANTS)
+    assert [x['concurrency'] for x in item['levels']] == [1, 4] and 'c=16 skipped: measured with MTP only' in item['line']
+
+
+def test_the_verdict_ends_the_ab_section_of_markdown_and_html():
+    out = br.build(META, RECORDS, [{'metric': 'output_throughput', 'concurrency': 1, 'min': 150}])
+    md = out['markdown']
+    section = md.split('## mtp vs no-mtp', 1)[1].split('## Gates', 1)[0]
+    last = [line for line in section.splitlines() if line.strip()][-1]
+    assert last == ('**Verdict, mtp vs no-mtp** (speculative decoding on vs off, output tok/s per concurrency level): '
+                    'MTP: output tok/s %s -> keep at every level measured (changes within 3 %% count as even)'
+                    % ', '.join(_fixture_line()))
+    page = out['html']
+    ab_html = page.split('<h2>A vs B</h2>', 1)[1]
+    assert ab_html.index('</table>') < ab_html.index('<p class="verdict"><b>Verdict, mtp vs no-mtp</b>')
+    assert html.escape('MTP: output tok/s %s -> keep at every level measured' % ', '.join(_fixture_line())) in page
+    assert out['summary']['verdicts'] == out['verdicts'] and out['verdicts'][0]['keep_up_to'] == 16
+
+
+def test_the_reports_noise_threshold_comes_from_meta():
+    # mtp gains +72.7 %, +18.4 % and +17.1 %: with 20 % noise only c=1 is a win, the rest even.
+    out = br.build(dict(META, verdict_noise_pct=20), RECORDS)
+    (item,) = out['verdicts']
+    assert [x['outcome'] for x in item['levels']] == ['win', 'even', 'even'] and item['keep_up_to'] == 16
+    assert 'changes within 20 % count as even' in out['markdown']
+    # At 18 % c=4 is a win too and c=16 (+17.1 %) still even; at 50 % nothing but c=1 counts.
+    assert [x['outcome'] for x in br.build(dict(META, verdict_noise_pct=18), RECORDS)['verdicts'][0]['levels']] == ['win', 'win', 'even']
+    assert [x['outcome'] for x in br.build(dict(META, verdict_noise_pct=80), RECORDS)['verdicts'][0]['levels']] == ['even'] * 3
+
+
+def test_no_verdict_without_a_pair_and_its_own_section_without_an_ab_table():
+    single = br.build({'title': 't'}, [record('default', c, 10.0 * c, 5.0) for c in (1, 2)])
+    assert single['verdicts'] == [] and 'Verdict' not in single['markdown'] and 'class="verdict"' not in single['html']
+    # mtp measured at c=1, no-mtp at c=2 only: no A/B row, but the verdict says what could not be compared.
+    apart = br.build({'title': 't', 'variants': VARIANTS}, [record('mtp', 1, 10.0, 5.0), record('no-mtp', 2, 10.0, 5.0, spec=None)])
+    assert apart['ab'] == [] and '## Speculative decoding' in apart['markdown'] and '<h2>Speculative decoding</h2>' in apart['html']
+    assert 'c=1 skipped: measured with MTP only; c=2 skipped: measured without MTP only' in apart['markdown']
