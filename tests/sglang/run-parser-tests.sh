@@ -22,6 +22,9 @@ elif [ $# -eq 0 ]; then
     exit 1
 fi
 "${py}" "${here}/test_parser.py"
+# Prefill/decode disaggregation: pd_check's cited rules and facts against the installed source, the seed's PD worker
+# command lines through the release's own parser and hooks (skipped, exit 0, under a release other than the pin).
+"${py}" "${here}/test_pd_parser.py"
 # The planner's architecture facts against ModelConfig for every real config, the served list against the registry.
 "${py}" "${here}/test_planner_families_sglang.py"
 # The quant_method the planner prices each fixture by, against SGLang's own _parse_quant_hf_config.
