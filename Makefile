@@ -17,7 +17,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # apt-get calls of the suites wait for a dpkg lock another suite holds (tests/tools/apt.conf).
 export APT_CONFIG := $(CURDIR)/tests/tools/apt.conf
 
-.PHONY: help venv plan plan-check plan-accept profile render-check sglang-release gateway-release parser-releases test checks quick-checks heavy-checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
+.PHONY: help venv plan plan-check plan-accept profile render-check compare sglang-release gateway-release parser-releases test checks quick-checks heavy-checks unit monitoring sanity lint changelog-lint docs-check parser integration molecule clean
 
 help:
 	@echo "make plan   - offline plan of the full deployment for $(INVENTORY) (no hosts contacted)"
@@ -29,6 +29,8 @@ help:
 	@echo "make parser-releases - make parser for every supported release besides the pin (not in make test: a lab venv each)"
 	@echo "make sglang-release VERSION=x.y.z [FROM=a.b.c] - the report of moving SGLang from FROM (default: the pin) to VERSION (docs/releases/)"
 	@echo "make gateway-release VERSION=x.y.z [FROM=a.b.c] - the same for the gateway (smg; profiles/sglang_gateway.yml): its venv, lock and report"
+	@echo "make compare [MODEL=<profile>] [GPU=<hardware profile>] [GPUS=n] [ISL=] [OSL=] [RATE=req/s] [TTFT_P99=ms] [TPOT_P99=ms]"
+	@echo "            - which layout serves this load: TP x replicas x MTP/EAGLE-3 x KV dtype, sized by the planner (docs/compare.md)"
 	@echo "make profile REPO=org/name [REVISION=main] [ENDPOINT=url] [SRC=dir] [TP=n] [DEST=file|dir] [FORCE=1] [DIFF=1]"
 	@echo "            - a model profile in profiles/models/ from the checkpoint's config.json (Hub, mirror or SRC);"
 	@echo "              from any directory: make -C <collection> profile SRC=./ckpt (SRC, DEST relative to where you are);"
@@ -70,6 +72,13 @@ plan: venv
 # (docs/ci.md, "Render reference"): a refactoring changes none; `render_reference.py update --reason ..` records a change.
 render-check: venv
 	@$(BIN)/python tests/tools/render_reference.py check
+
+# make compare [MODEL= GPU= GPUS= ISL= OSL= RATE= TTFT_P99= TPOT_P99=]: every layout that fits, sized by the planner,
+# estimated and ranked for that load (tests/tools/compare_console.py; docs/compare.md); none given: the INVENTORY's
+# server. Writes build/compare/<knobs>/ (compare.md, pareto.svg, snippet.yml). Offline, no hosts.
+compare: venv
+	@$(BIN)/python tests/tools/compare_console.py --model "$(MODEL)" --gpu "$(GPU)" --gpus "$(GPUS)" --isl "$(ISL)" \
+	    --osl "$(OSL)" --rate "$(RATE)" --ttft-p99 "$(TTFT_P99)" --tpot-p99 "$(TPOT_P99)" --inventory "$(INVENTORY)"
 
 # make sglang-release VERSION=x.y.z [FROM=a.b.c]: the report of moving SGLang from FROM (default: the pin) to VERSION,
 # from both releases' own code

@@ -27,7 +27,9 @@ MODULE_UTILS_FLOORS = {
     'planner': 3,
 }
 # Folders that stand apart: bench reads SGLang's benchmark output and the OpenAI API, so it needs only common.
-MODULE_UTILS_ONLY = {'bench': {'common'}, 'gpu/scripts': set()}
+MODULE_UTILS_ONLY = {'bench': {'common'}, 'gpu/scripts': set(),
+                     # make compare (issue #30): the planner's plans and the benchmark's verdict; nothing imports it.
+                     'compare': {'common', 'model', 'sglang', 'planner', 'bench'}}
 # plugin_utils (controller only): each folder may import module_utils and the plugin_utils folders named here.
 PLUGIN_UTILS_MAY_IMPORT = {
     'actions': set(),

@@ -864,6 +864,20 @@ def context_table(tokens, context, running, levels):
     return table
 
 
+def distinct_experts(facts, tokens):
+    """Expected distinct routed experts one MoE layer reads for ``tokens`` tokens routed independently (an upper
+    bound: real routing is correlated). ``tokens`` 1 gives top_k."""
+    return facts['experts'] * (1 - (1 - float(facts['top_k']) / facts['experts']) ** tokens)
+
+
+def forward_weight_bytes(facts, counts, bpp, tokens):
+    """Weight bytes one forward over ``tokens`` tokens reads, all ranks together: the non-expert active weights and,
+    for MoE, the distinct experts of every layer (roofline's MTP verify; compare/perf.py's batched steps)."""
+    if not facts['experts']:
+        return counts['active'] * bpp
+    return (counts['non_expert_active'] + facts['layers'] * distinct_experts(facts, tokens) * counts['expert']) * bpp
+
+
 def roofline(facts, counts, tp, weights, profile, slot, ssm_dtype, steps, draft_tokens, accept_length):
     """Bandwidth-bound single-stream decode ceiling (batch 1, context ~0, perfect TP split)."""
     bandwidth = profile.get('memory_bandwidth_gbs')
@@ -877,11 +891,7 @@ def roofline(facts, counts, tp, weights, profile, slot, ssm_dtype, steps, draft_
                mtp=None, accept_length=None)
     if draft_tokens:
         length = min(float(accept_length or DEFAULT_ACCEPT_LENGTH), float(draft_tokens))
-        if facts['experts']:
-            distinct = facts['experts'] * (1 - (1 - float(facts['top_k']) / facts['experts']) ** draft_tokens)
-            verify = (counts['non_expert_active'] + facts['layers'] * distinct * counts['expert']) * bpp + state
-        else:
-            verify = step
+        verify = forward_weight_bytes(facts, counts, bpp, draft_tokens) + state if facts['experts'] else step
         # A draft checkpoint (EAGLE-3) reads its own layers, fc and lm_head each step, not the target's MTP layer.
         draft_step = weights.get('draft_step_bytes') or counts['mtp_active'] * bpp
         cycle = verify + steps * draft_step

@@ -64,6 +64,12 @@ HARDWARE = {
     'nvlink': ((bool,), False, None),
     'nvlink_bandwidth_gbs': (_NUM, False, None),
     'startup_overhead_gib': (_NUM, False, None),
+    # Read only by make compare (plugins/module_utils/compare/perf.py): dense tensor throughput and the interconnect.
+    'bf16_dense_tflops': (_NUM, False, None),
+    'fp8_dense_tflops': (_NUM, False, None),
+    'pcie_gen': ((int,), False, None),
+    'pcie_bandwidth_gbs': (_NUM, False, None),
+    'allreduce_latency_us': (_NUM, False, None),
 }
 PIN = {
     'version': ((str,), True, None),
