@@ -8,6 +8,8 @@
   (SMG_LAUNCH: the sglang_gateway role's launcher, files/usr/local/libexec/llmops/smg-launch of the role)
   gateway_bench.py load --url GATEWAY --key-file F --model NAME [--rate 2] --stop-file S --out OUT.json
   (the background load alone, until S exists: what the molecule lab runs through a rolling swap of systemd replicas)
+  gateway_bench.py pd --smg-python VENV/bin/python --launcher SMG_LAUNCH [--repo ROOT] [--check] [--keep]
+  (the pd case alone: no llama.cpp, no model)
 
 Everything is real: the pinned smg (its venv's python, run through the role's own launcher smg-launch, the key as a
 systemd-style credential file), two llama.cpp OpenAI servers on the CPU (tests/bench/openai_server.py, the tiny
@@ -24,6 +26,14 @@ Cases (each prints a line; --check exits 1 when one fails):
               zero failed requests, at every moment at least one replica serves, the old model answers until its
               replica is switched, both serve the new one at the end
   latency     p50/p99 of --requests sequential chat requests direct to a replica and through the gateway
+  pd          prefill/decode disaggregation: a second smg started with the argv pd_check.gateway_args() renders in
+              front of one prefill and one decode SGLang stand-in (tests/sglang/standin_server.py, started with
+              pd_check.extra_args()): a chat request through it succeeds, the decode's answer, the prefill received the
+              same request with the bootstrap_host/port/room smg injected (the room equal on both sides, the port the
+              rendered one), the decode took the room's "KV" from that bootstrap server; a decode asked directly,
+              without a room, refuses (400)
+  pd-down     the prefill SIGKILLed: a request at once fails (smg's 502 transport error after its retries; the decode
+              answered none), then 503 no prefill available once smg marked it unhealthy, /readiness 503
 """
 from __future__ import absolute_import, division, print_function
 
@@ -45,12 +55,17 @@ import urllib.error
 import urllib.request
 
 
-def free_port():
-    sock = socket.socket()
-    sock.bind(('127.0.0.1', 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
+def free_ports(count):
+    """count distinct free ports of 127.0.0.1: every socket stays bound until all are picked, so the kernel cannot
+    hand the same port out twice."""
+    socks = [socket.socket() for _index in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(('127.0.0.1', 0))
+        return [sock.getsockname()[1] for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def call(url, key=None, body=None, method=None, timeout=60):
@@ -101,7 +116,7 @@ class Lab(object):
             self.revisions.append(path)
         self.workers = {}
         self.gateway = None
-        self.gateway_port, self.metrics_port = free_port(), free_port()
+        self.gateway_port, self.metrics_port = free_ports(2)
         self.url = 'http://127.0.0.1:%d' % self.gateway_port
 
     def start_worker(self, name, port, revision):
@@ -291,7 +306,7 @@ def main(argv):
     parser.add_argument('--repo', default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser.add_argument('--requests', type=int, default=40)
     parser.add_argument('--rate', type=float, default=2.0)
-    parser.add_argument('--skip', nargs='*', default=[], choices=['swap'],
+    parser.add_argument('--skip', nargs='*', default=[], choices=['swap', 'pd'],
                         help='cases to leave out (the molecule lab swaps systemd replicas through the playbook)')
     parser.add_argument('--then', help='a shell command to run while the gateway serves (case "then")')
     parser.add_argument('--check', action='store_true', help='exit 1 when a case fails')
@@ -307,7 +322,7 @@ def main(argv):
         sys.stdout.flush()
 
     try:
-        ports = dict(a=free_port(), b=free_port())
+        ports = dict(zip(('a', 'b'), free_ports(2)))
         lab.start_gateway(['http://127.0.0.1:%d' % ports[n] for n in 'ab'])
         deadline = time.time() + 30
         early = None
@@ -382,6 +397,9 @@ def main(argv):
 
         if args.then:
             then_case(lab, args, case)
+
+        if 'pd' not in args.skip:
+            pd_case(args, lab.dir, os.path.join(lab.dir, 'creds'), lab.key, case)
 
         leaked = [f for f in os.listdir(lab.dir) if f.endswith('.log') and lab.key in open(os.path.join(lab.dir, f)).read()]
         case('no-leak', not leaked, 'API key in no log (%s)' % (', '.join(leaked) or 'none'))
@@ -481,5 +499,200 @@ def lab_requests(lab, name):
     raise RuntimeError('%s: no llamacpp:prompt_tokens_total in /metrics (%s)' % (name, status))
 
 
+def load_pd_check(repo):
+    """plugins/module_utils/sglang/pd_check.py of the checkout (pure, stdlib only), loaded from its file."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('pd_check', os.path.join(
+        repo, 'plugins', 'module_utils', 'sglang', 'pd_check.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pd_layout(ports):
+    """The lab's PD layout: one prefill and one decode of TP 1 on this machine, Mooncake over TCP (no RDMA here)."""
+    return dict(arch='Qwen3_5MoeForConditionalGeneration', mla=False, sliding_window=False,
+                transfer_backend='mooncake_tcp', devices=dict(infiniband=False, memlock_unlimited=False),
+                prefill=dict(host='127.0.0.1', http_port=ports['prefill'], bootstrap_port=ports['bootstrap'], tp=1),
+                decode=dict(host='127.0.0.1', http_port=ports['decode'], tp=1),
+                gateway=dict(host='127.0.0.1', port=ports['gateway']))
+
+
+def pd_received(url, messages):
+    """The stand-in's record of the chat requests it received with these messages (GET /standin/received)."""
+    status, text = call(url + '/standin/received', timeout=10)
+    if status != 200:
+        return None
+    return [r for r in json.loads(text)['requests'] if r.get('messages') == messages]
+
+
+def pd_case(args, workdir, creds, key, case):
+    """PD disaggregation behind the real smg (cases pd and pd-down; the module doc says what each asserts)."""
+    started = time.time()
+    pd_check = load_pd_check(args.repo)
+    names = ('prefill', 'bootstrap', 'decode', 'gateway', 'metrics')
+    ports = dict(zip(names, free_ports(len(names))))
+    layout = pd_layout(ports)
+    refusals = pd_check.check(layout)
+    model = os.path.join(workdir, 'models', 'pd')
+    if not os.path.isdir(model):
+        os.makedirs(model)
+    procs = {}
+    # No API key on the stand-ins: they print their server_args, key included, as the pinned SGLang does (no-leak reads
+    # every log here); the gateway requires the key.
+    env = dict(os.environ, SGLANG_STANDIN_DELAY='0', SGLANG_STANDIN_SHARDS='0', SGLANG_STANDIN_LATENCY='0.2',
+               SGLANG_STANDIN_KV_TIMEOUT='5')
+    try:
+        for side in ('prefill', 'decode'):
+            argv = [sys.executable, os.path.join(args.repo, 'tests', 'sglang', 'standin_server.py'),
+                    '--model-path', model, '--served-model-name', 'tiny', '--host', '127.0.0.1',
+                    '--port', str(ports[side]), '--tp-size', '1'] + pd_check.extra_args(layout, side)
+            procs[side] = subprocess.Popen(argv, env=env, stdout=open(os.path.join(workdir, 'pd-%s.log' % side), 'w'),
+                                           stderr=subprocess.STDOUT)
+        urls = dict((side, 'http://127.0.0.1:%d' % ports[side]) for side in ('prefill', 'decode'))
+        # smg re-probes a worker that failed its first health check only after 30 s: start it once both serve.
+        deadline = time.time() + 30
+        while time.time() < deadline and not all(call(u + '/health', timeout=2)[0] == 200 for u in urls.values()):
+            time.sleep(0.1)
+        bootstrap_health = call('http://127.0.0.1:%d/health' % ports['bootstrap'], timeout=2)
+        gateway_pd = pd_check.gateway_args(layout)
+        argv = ['--host', '127.0.0.1', '--port', str(ports['gateway'])] + gateway_pd + [
+            '--health-check-interval-secs', '1', '--health-failure-threshold', '2', '--health-success-threshold', '1',
+            '--prometheus-host', '127.0.0.1', '--prometheus-port', str(ports['metrics'])]
+        gateway_env = dict(os.environ, CREDENTIALS_DIRECTORY=creds, NO_COLOR='1')
+        procs['gateway'] = subprocess.Popen([args.smg_python, args.launcher, '--key-required', '--'] + argv,
+                                            env=gateway_env, stdout=open(os.path.join(workdir, 'pd-gateway.log'), 'w'),
+                                            stderr=subprocess.STDOUT)
+        gateway = 'http://127.0.0.1:%d' % ports['gateway']
+        ready, deadline = (0, ''), time.time() + 30
+        while time.time() < deadline and ready[0] != 200:
+            time.sleep(0.2)
+            ready = call(gateway + '/readiness', timeout=2)
+        prompt = 'pd-' + ''.join(random.choice(string.ascii_lowercase) for _unused in range(12))
+        messages = [{'role': 'user', 'content': prompt}]
+        status, text = call(gateway + '/v1/chat/completions', key, {'model': 'tiny', 'max_tokens': 4,
+                                                                    'messages': messages})
+        answer = STANDIN_ANSWER.match(answer_text(text) if status == 200 else '')
+        got = dict((side, pd_received(urls[side], messages)) for side in urls)
+        # Exactly one record each: smg sent the request once (no retry) to each side.
+        pre, dec = [got[side][0] if got[side] and len(got[side]) == 1 else None for side in ('prefill', 'decode')]
+        # What gateway_args() rendered for the prefill: --prefill URL BOOTSTRAP_PORT.
+        rendered = gateway_pd[gateway_pd.index('--prefill') + 1:gateway_pd.index('--prefill') + 3]
+        direct = call(urls['decode'] + '/v1/chat/completions', None, {'model': 'tiny', 'messages': messages})
+        checks = dict(
+            layout_accepted=not refusals,
+            bootstrap_server=bootstrap_health == (200, 'OK'),
+            ready=ready[0] == 200,
+            answered=status == 200,
+            decode_answered=bool(answer) and answer.group('server') == '%s:%d' % (socket.gethostname(), ports['decode'])
+            and answer.group('model') == model,
+            prefill_received=bool(pre) and pre['status'] == 200,
+            decode_received=bool(dec) and dec['status'] == 200,
+            room_equal=bool(pre and dec) and isinstance(pre['bootstrap_room'], int)
+            and pre['bootstrap_room'] == dec['bootstrap_room'],
+            bootstrap_as_rendered=bool(pre and dec) and rendered == [urls['prefill'], str(pre['bootstrap_port'])]
+            and pre['bootstrap_port'] == dec['bootstrap_port'] == ports['bootstrap']
+            and pre['bootstrap_host'] == dec['bootstrap_host'] == '127.0.0.1',
+            kv_from_prefill=bool(dec) and dec.get('kv_from') == '127.0.0.1:%d' % ports['bootstrap']
+            and dec.get('prefill_http_port') == ports['prefill'],
+            direct_without_room_refused=direct[0] == 400 and 'without bootstrap room id' in direct[1])
+        failed = sorted(k for k, v in checks.items() if not v)
+        case('pd', not failed, 'gateway %s; chat %d answered by %s; room %s on both sides, bootstrap %s:%s; decode '
+             'direct without a room: %d%s' % (' '.join(gateway_pd), status, answer.group('server') if answer else None,
+                                              pre and pre['bootstrap_room'], pre and pre['bootstrap_host'],
+                                              pre and pre['bootstrap_port'], direct[0],
+                                              '; FAILED: %s' % ', '.join(failed) if failed else ''))
+        if failed:
+            print('  answer: %s %s\n  prefill received: %s\n  decode received: %s\n  refusals: %s'
+                  % (status, text[:300], got['prefill'], got['decode'], refusals))
+        pd_down_case(procs, urls, gateway, key, case)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    print('[gateway-lab] pd cases took %.1f s' % (time.time() - started))
+
+
+def pd_down_case(procs, urls, gateway, key, case):
+    """The prefill SIGKILLed under the gateway: what smg answers at once, and once it has marked it unhealthy."""
+    procs['prefill'].kill()
+    procs['prefill'].wait()
+    killed = time.time()
+    messages = [{'role': 'user', 'content': 'pd-down-' + ''.join(random.choice(string.ascii_lowercase)
+                                                                 for _unused in range(8))}]
+    first = call(gateway + '/v1/chat/completions', key, {'model': 'tiny', 'max_tokens': 4, 'messages': messages})
+    decode_saw = pd_received(urls['decode'], messages) or []
+    marked = None
+    while time.time() - killed < 20 and marked is None:
+        status, text = call(gateway + '/workers', key, timeout=5)
+        entry = [w for w in json.loads(text)['workers'] if w['url'] == urls['prefill']] if status == 200 else []
+        if entry and not entry[0]['is_healthy']:
+            marked = time.time() - killed
+        else:
+            time.sleep(0.2)
+    later = call(gateway + '/v1/chat/completions', key, {'model': 'tiny', 'max_tokens': 4, 'messages': messages})
+    readiness = call(gateway + '/readiness', timeout=5)
+
+    def code(answer):
+        try:
+            return json.loads(answer[1])['error']['code']
+        except (ValueError, KeyError, TypeError):
+            return None
+    # The decode sees some of smg's attempts (try_join drops its leg when the prefill's fails first): none answered.
+    ok = (first[0] == 502 and code(first) == 'PD disaggregation request failed'
+          and all(r['status'] == 500 for r in decode_saw) and marked is not None
+          and later[0] == 503 and code(later) == 'no_available_workers' and 'prefill' in later[1]
+          and readiness[0] == 503)
+    case('pd-down', ok, 'at once: %d %s (the decode got %d attempt(s), answered none: %s); prefill marked unhealthy '
+         '%.1f s after SIGKILL; then: %d %s; /readiness %d' % (
+             first[0], code(first), len(decode_saw), sorted(set(r['status'] for r in decode_saw)), marked or -1,
+             later[0], code(later), readiness[0]))
+    if not ok:
+        print('  at once: %s\n  then: %s' % (first[1][:300], later[1][:300]))
+
+
+def pd_main(argv):
+    """The pd cases alone (no llama.cpp replicas, no model)."""
+    parser = argparse.ArgumentParser(prog='gateway_bench.py pd', description=pd_main.__doc__)
+    parser.add_argument('--smg-python', required=True)
+    parser.add_argument('--launcher', required=True, help="the sglang_gateway role's smg-launch")
+    parser.add_argument('--repo', default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parser.add_argument('--check', action='store_true', help='exit 1 when a case fails')
+    parser.add_argument('--keep', action='store_true')
+    args = parser.parse_args(argv)
+    workdir = tempfile.mkdtemp(prefix='gateway_bench_pd.')
+    key = 'lab-' + ''.join(random.choice(string.ascii_letters) for _unused in range(24))
+    creds = os.path.join(workdir, 'creds')
+    os.makedirs(creds)
+    fd = os.open(os.path.join(creds, 'api_key'), os.O_WRONLY | os.O_CREAT, 0o600)
+    os.write(fd, (key + '\n').encode())
+    os.close(fd)
+    cases = []
+
+    def case(name, ok, detail):
+        cases.append((name, ok, detail))
+        print('[gateway-lab] %-9s %s  %s' % (name, 'ok  ' if ok else 'FAIL', detail))
+        sys.stdout.flush()
+
+    try:
+        pd_case(args, workdir, creds, key, case)
+        leaked = [f for f in os.listdir(workdir) if f.endswith('.log') and key in open(os.path.join(workdir, f)).read()]
+        case('no-leak', not leaked, 'API key in no log (%s)' % (', '.join(leaked) or 'none'))
+    finally:
+        if args.keep:
+            print('kept %s' % workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    failed = [c for c in cases if not c[1]]
+    print('\n%d passed, %d failed' % (len(cases) - len(failed), len(failed)))
+    return 1 if (failed and args.check) else 0
+
+
 if __name__ == '__main__':
-    sys.exit(load_main(sys.argv[2:]) if sys.argv[1:2] == ['load'] else main(sys.argv[1:]))
+    sys.exit(load_main(sys.argv[2:]) if sys.argv[1:2] == ['load'] else
+             pd_main(sys.argv[2:]) if sys.argv[1:2] == ['pd'] else main(sys.argv[1:]))

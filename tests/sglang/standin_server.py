@@ -21,6 +21,25 @@ text format SGLang's prometheus_client multiprocess collector writes, with the v
 state: the figures of the replayed start-up log, an idle scheduler after SGLang's one warm-up request, and the HTTP
 requests it really answered (tests/sglang/test_parser.py compares it with SGLang's own collectors).
 
+PD disaggregation (--disaggregation-mode prefill|decode, as SGLang 0.5.23's HTTP surface behaves in that mode, read in
+srt/disaggregation/ and srt/managers/scheduler.py; no KV moves, see "What the lab shows" in docs/pd_disaggregation.md):
+  both     a chat completion without bootstrap_room answers 400 with the scheduler's "Invalid request: Disaggregated
+           request received without bootstrap room id." (scheduler.py, the disaggregation_mode check)
+  prefill  serves the KV bootstrap server on --host:--disaggregation-bootstrap-port (disaggregation/common/conn.py
+           CommonKVBootstrapServer: GET /health "OK"; GET /route with the four -1 ranks gives PrefillServerInfo, with
+           real ranks the rank's PrefillRankInfo, 503 "Prefill server not fully registered yet" before the server is
+           ready, 400 without the ranks; POST /register_dp_rank, /query_dp_ranks). A request with a room is
+           "prefilled" (SGLANG_STANDIN_LATENCY), its KV offered under the room, and answered once the decode took it,
+           as an empty completion with finish_reason length (prefill.py: FINISH_LENGTH(length=0) after the transfer).
+  decode   fetches PrefillServerInfo from bootstrap_host:bootstrap_port (conn.py try_ensure_parallel_info: page size
+           mismatch refused with SGLang's words; unreachable: 500 "Decode transfer failed ... Could not fetch prefill
+           parallel info from bootstrap_addr"), then takes the room's KV from the prefill and answers as above.
+  The KV hand-over itself is the stand-in's own route GET /standin/kv?room=R on the prefill's bootstrap server (real
+  SGLang moves the KV over the transfer engine, Mooncake or NIXL, to the decode's ranks): no room offered within
+  SGLANG_STANDIN_KV_TIMEOUT seconds (default 10) fails the request on both sides with 500.
+  GET /standin/received (the stand-in's own, Bearer auth as /v1/models): the last 50 chat requests as received (model,
+  messages, bootstrap_host, bootstrap_port, bootstrap_room; the decode adds kv_from, the bootstrap server it took
+  the KV from, and the prefill_http_port that server reported), for the gateway lab's pd case.
 Scenarios: healthy (default), mtp_radix, mamba_no_buffer, not_enough_memory, mamba_memory, nvml_mismatch, cuda_803,
 cuda_35, stall,
 port_in_use (the port is really bound first: any busy port fails the same way), crash_after_ready,
@@ -45,6 +64,9 @@ import socket
 import sys
 import threading
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 try:
     from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -59,6 +81,11 @@ HTTP_LOCK = threading.Lock()
 LATENCY = float(os.environ.get('SGLANG_STANDIN_LATENCY', '0.2'))
 SCENARIO = os.environ.get('SGLANG_STANDIN_SCENARIO', 'healthy')
 LOCK = threading.Lock()
+# PD mode: the chat requests received (newest last, at most 50) and, on a prefill, the KV offered per bootstrap room.
+RECEIVED = []
+KV = {}
+KV_LOCK = threading.Lock()
+KV_TIMEOUT = float(os.environ.get('SGLANG_STANDIN_KV_TIMEOUT', '10'))
 
 
 class ThreadingServer(ThreadingMixIn, HTTPServer):
@@ -130,6 +157,13 @@ def parse(argv):
     parser.add_argument('--max-running-requests', type=int, default=48)
     parser.add_argument('--enable-metrics', action='store_true')
     parser.add_argument('--speculative-algorithm')
+    # PD disaggregation (arg_groups/fields/disagg.py): mode, bootstrap port 8998, backend mooncake; page size and KV
+    # dtype are what the decode compares with the prefill's bootstrap info.
+    parser.add_argument('--disaggregation-mode', choices=['null', 'prefill', 'decode'], default='null')
+    parser.add_argument('--disaggregation-bootstrap-port', type=int, default=8998)
+    parser.add_argument('--disaggregation-transfer-backend', default='mooncake')
+    parser.add_argument('--page-size', type=int, default=1)
+    parser.add_argument('--kv-cache-dtype', default='auto')
     args, rest = parser.parse_known_args(argv)
     if args.config:
         # SGLang reads --config with yaml.safe_load; the role writes JSON, which is YAML. "key: value" lines too.
@@ -319,8 +353,146 @@ def load_catalogue():
         return json.load(stream)
 
 
+_RANKS = ('prefill_dp_rank', 'prefill_cp_rank', 'target_tp_rank', 'target_pp_rank')
+
+
+def prefill_info(args):
+    """PrefillServerInfo as the bootstrap server answers GET /route with the four -1 ranks (conn.py): one DP group,
+    no CP or PP, attention TP = --tp-size."""
+    return dict(attn_tp_size=max(1, int(args.tp_size)), attn_cp_size=1, dp_size=1, pp_size=1,
+                page_size=int(args.page_size), kv_cache_dtype=args.kv_cache_dtype, follow_bootstrap_room=True,
+                enable_dsa_cache_layer_split=False, enable_kv_cache_sharding=False, prefill_http_port=int(args.port),
+                decode_allocation_policy='early')
+
+
+def make_bootstrap_handler(args):
+    """The prefill's KV bootstrap server: CommonKVBootstrapServer's routes (disaggregation/common/conn.py), plus the
+    stand-in's own KV hand-over, GET /standin/kv?room=R (no KV exists; the decode takes the room's "KV" here)."""
+    rooms = {}
+
+    class Bootstrap(BaseHTTPRequestHandler):
+        def log_message(self, fmt, *values):  # aiohttp's access log is off unless SGLang logs at DEBUG
+            return
+
+        def _reply(self, code, body):
+            text = isinstance(body, str)
+            data = body.encode() if text else json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header('Content-Type', 'text/plain; charset=utf-8' if text else 'application/json; charset=utf-8')
+            self.send_header('Content-Length', str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):  # noqa: N802 -- http.server API
+            url = urllib.parse.urlsplit(self.path)
+            query = dict(urllib.parse.parse_qsl(url.query))
+            if url.path == '/health':
+                return self._reply(200, 'OK')
+            if url.path == '/route':
+                ranks = [query.get(k) for k in _RANKS]
+                if not all(ranks):
+                    return self._reply(400, 'Missing inputs for bootstrap server.')
+                if not STATE['ready']:
+                    return self._reply(503, 'Prefill server not fully registered yet (0 workers registered).')
+                dp, cp, tp, pp = [int(r) for r in ranks]
+                if (dp, cp, tp, pp) == (-1, -1, -1, -1):
+                    return self._reply(200, prefill_info(args))
+                if (dp, cp, pp) == (0, 0, 0) and 0 <= tp < max(1, int(args.tp_size)):
+                    # The stand-in's "transfer" goes over this server, so a rank's port is the bootstrap port.
+                    return self._reply(200, dict(rank_ip=args.host, rank_port=int(args.disaggregation_bootstrap_port)))
+                return self._reply(404, 'Bootstrap info not found for dp_rank=%s cp_rank=%s tp_rank=%s pp_rank=%s'
+                                   % tuple(ranks))
+            if url.path == '/standin/kv':
+                room = query.get('room', '')
+                with KV_LOCK:
+                    entry = KV.get(room)
+                    if entry is None or entry['taken'].is_set():
+                        return self._reply(404, 'stand-in: no KV offered for room %s' % room)
+                    entry['taken'].set()
+                return self._reply(200, dict(room=int(room), prefill_http_port=int(args.port)))
+            return self._reply(404, 'Not Found')
+
+        def do_POST(self):  # noqa: N802 -- http.server API
+            path = urllib.parse.urlsplit(self.path).path
+            try:
+                data = json.loads(self.rfile.read(int(self.headers.get('Content-Length') or 0)).decode() or '{}')
+            except ValueError:
+                return self._reply(400, 'invalid JSON body')
+            if path == '/register_dp_rank':
+                rooms[int(data['bootstrap_room'])] = int(data['dp_rank'])
+                return self._reply(200, 'OK')
+            if path == '/query_dp_ranks':
+                return self._reply(200, dict((str(int(r)), rooms[int(r)]) for r in data.get('bootstrap_rooms', [])
+                                             if int(r) in rooms))
+            return self._reply(404, 'Not Found')
+
+    return Bootstrap
+
+
+def _first(value):
+    """A bootstrap field of one request (smg sends lists for a batch: the first element)."""
+    return value[0] if isinstance(value, list) and value else value
+
+
+def record(entry):
+    with LOCK:
+        RECEIVED.append(entry)
+        del RECEIVED[:-50]
+
+
+def pd_prefill(entry):
+    """Offer the room's "KV" after the prefill time; (status, error) once the decode took it or the wait ran out."""
+    room = str(entry['bootstrap_room'])
+    taken = threading.Event()
+    time.sleep(LATENCY)
+    with KV_LOCK:
+        KV[room] = dict(taken=taken)
+    ok = taken.wait(KV_TIMEOUT)
+    with KV_LOCK:
+        KV.pop(room, None)
+    if ok:
+        return 200, None
+    return 500, ('stand-in prefill: no decode took the KV of bootstrap_room %s within %.0f s (SGLang waits for the '
+                 'decode\'s metadata, then fails the transfer)' % (room, KV_TIMEOUT))
+
+
+def pd_decode(args, entry, rid):
+    """Fetch the prefill's info from its bootstrap server and take the room's KV: (status, error)."""
+    addr = '%s:%s' % (entry['bootstrap_host'], entry['bootstrap_port'])
+    failed = 'Decode transfer failed for request rank=0 decode_req.req.rid=%r decode_req.req.bootstrap_room=%s' % (
+        rid, entry['bootstrap_room'])
+    try:
+        with urllib.request.urlopen('http://%s/route?%s' % (addr, '&'.join('%s=-1' % k for k in _RANKS)),
+                                    timeout=5) as resp:
+            info = json.loads(resp.read().decode())
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        log('Error fetching prefill server info from bootstrap: %s' % exc)
+        return 500, failed + ' with exception Could not fetch prefill parallel info from bootstrap_addr: %s' % addr
+    if info.get('page_size') is not None and int(info['page_size']) != int(args.page_size):
+        return 500, ('Page size mismatch: prefill server has page_size=%s, but decode server has page_size=%s. Both '
+                     'servers must use the same --page-size value.' % (info['page_size'], args.page_size))
+    entry['kv_from'] = addr
+    entry['prefill_http_port'] = info.get('prefill_http_port')
+    deadline = time.time() + KV_TIMEOUT
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen('http://%s/standin/kv?room=%s' % (addr, entry['bootstrap_room']),
+                                        timeout=5) as resp:
+                resp.read()
+                return 200, None
+        except urllib.error.HTTPError as exc:
+            if exc.code != 404:
+                break
+        except (urllib.error.URLError, OSError):
+            break
+        time.sleep(0.02)
+    entry.pop('kv_from')
+    return 500, failed + ' with exception stand-in: no KV for the room from %s' % addr
+
+
 def make_handler(args):
     served = args.served_model_name or args.model_path
+    mode = args.disaggregation_mode
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, fmt, *values):  # uvicorn-style access log
@@ -365,6 +537,10 @@ def make_handler(args):
                 if catalogue is None:
                     return self._send(500, {'error': 'stand-in: SGLANG_STANDIN_METRICS (the release metrics table) is not set'})
                 return self._send(200, exposition(catalogue, args), 'text/plain; version=0.0.4; charset=utf-8')
+            if path == '/standin/received':
+                with LOCK:
+                    received = list(RECEIVED)
+                return self._send(200, {'disaggregation_mode': mode, 'requests': received})
             if path in ('/model_info', '/get_model_info'):
                 return self._send(200, {'model_path': args.model_path, 'is_generation': True,
                                         'architectures': ['Qwen3_5MoeForConditionalGeneration']})
@@ -396,15 +572,41 @@ def make_handler(args):
             if request.get('model') not in (None, served):
                 return self._send(404, {'object': 'error', 'message': 'The model `%s` does not exist.'
                                         % request.get('model'), 'type': 'NotFoundError', 'code': 404})
+            entry = None
+            if mode != 'null':
+                entry = dict((k, _first(request.get(k))) for k in ('bootstrap_host', 'bootstrap_port', 'bootstrap_room'))
+                entry.update(model=request.get('model'), messages=request.get('messages'))
+                if entry['bootstrap_room'] is None:
+                    # scheduler.py: a disaggregated server refuses a request without a room (backend not fake).
+                    entry['status'] = 400
+                    record(entry)
+                    return self._send(400, {'object': 'error', 'type': 'BadRequestError', 'code': 400, 'message': (
+                        "Invalid request: Disaggregated request received without bootstrap room id. req.rid='%s'"
+                        % request.get('rid', 'standin'))})
             with LOCK:
                 STATE['inflight'] += 1
             try:
-                time.sleep(LATENCY)
+                if mode == 'prefill':
+                    status, error = pd_prefill(entry)
+                elif mode == 'decode':
+                    status, error = pd_decode(args, entry, request.get('rid', 'standin'))
+                    if status == 200:
+                        time.sleep(LATENCY)
+                else:
+                    status, error = 200, None
+                    time.sleep(LATENCY)
             finally:
                 with LOCK:
                     STATE['inflight'] -= 1
                     STATE['served'] += 1
                     number = STATE['served']
+            if entry is not None:
+                entry['status'] = status
+                record(entry)
+            if error:
+                log(error)
+                return self._send(status, {'object': 'error', 'type': 'InternalServerError', 'code': status,
+                                           'message': error})
             text = 'stand-in %s:%d serves %s' % (socket.gethostname(), int(args.port), args.model_path)
             if INSTALLED.get('sglang'):
                 text += ' with sglang %s' % INSTALLED['sglang']
@@ -412,6 +614,12 @@ def make_handler(args):
                       'model': served, 'choices': [{'index': 0, 'finish_reason': 'stop',
                                                     'message': {'role': 'assistant', 'content': text}}],
                       'usage': {'prompt_tokens': 8, 'completion_tokens': 6, 'total_tokens': 14}}
+            if mode == 'prefill':
+                # The prefill finishes at the transfer with FINISH_LENGTH(length=0): no text; smg discards it.
+                text = ''
+                answer['choices'] = [{'index': 0, 'finish_reason': 'length',
+                                      'message': {'role': 'assistant', 'content': ''}}]
+                answer['usage'] = {'prompt_tokens': 8, 'completion_tokens': 0, 'total_tokens': 8}
             if not request.get('stream'):
                 return self._send(200, answer)
             words = text.split(' ')
@@ -495,6 +703,17 @@ def main():
             % (exc.errno or 98, args.host, int(args.port), 'address already in use'))
         sys.exit(1)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    if args.disaggregation_mode == 'prefill':
+        # SGLang starts the bootstrap server with the tokenizer manager, before the model loads (/route answers 503
+        # until the ranks registered); it binds --host too (managers/disagg_service.py).
+        try:
+            bootstrap = ThreadingServer((args.host, int(args.disaggregation_bootstrap_port)), make_bootstrap_handler(args))
+        except socket.error as exc:
+            raw('ERROR:    [Errno %d] bootstrap server: error while attempting to bind on address (%r, %d): %s'
+                % (exc.errno or 98, args.host, int(args.disaggregation_bootstrap_port), 'address already in use'))
+            sys.exit(1)
+        threading.Thread(target=bootstrap.serve_forever, daemon=True).start()
+        log('CommonKVBootstrapServer started successfully on %s:%d' % (args.host, int(args.disaggregation_bootstrap_port)))
 
     startup = startup_lines(args, begin)
     STARTUP_FIGURES.update(startup_figures(startup))

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -190,3 +191,150 @@ def test_launcher_without_key_required_starts_open_and_refuses_a_key_on_argv(tmp
     assert proc.returncode == 0 and launched['argv'] == ['--port', '1']
     proc, launched = _launch(tmp_path, ['--', '--api-key', 'x'], {})
     assert proc.returncode == 64 and launched is None
+
+
+def _start_standin(port, extra, env=None):
+    full = dict(os.environ, SGLANG_STANDIN_DELAY='0', SGLANG_STANDIN_SHARDS='0', SGLANG_STANDIN_LATENCY='0.1',
+                **(env or {}))
+    proc = subprocess.Popen([sys.executable, STANDIN, '--model-path', '/srv/models/pd', '--served-model-name', 'tiny',
+                             '--port', str(port)] + extra, env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen('http://127.0.0.1:%d/health' % port, timeout=1)
+            return proc
+        except Exception:  # pylint: disable=broad-except
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError('stand-in on %d did not start' % port)
+
+
+def _post(url, body):
+    """(status, JSON answer), errors included."""
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={'Content-Type': 'application/json'})
+    try:
+        with urllib.request.urlopen(req, timeout=20) as resp:
+            return resp.status, json.loads(resp.read().decode())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read().decode())
+
+
+def _text(url):
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+@pytest.fixture()
+def pd_pair():
+    ports = dict(zip(('prefill', 'bootstrap', 'decode'), bench.free_ports(3)))
+    env = dict(SGLANG_STANDIN_KV_TIMEOUT='1')
+    procs = [_start_standin(ports['prefill'], ['--disaggregation-mode', 'prefill', '--disaggregation-bootstrap-port',
+                                               str(ports['bootstrap']), '--page-size', '64'], env),
+             _start_standin(ports['decode'], ['--disaggregation-mode', 'decode', '--page-size', '64'], env)]
+    yield ports
+    for proc in procs:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _pd_request(ports, room, content):
+    return {'model': 'tiny', 'messages': [{'role': 'user', 'content': content}], 'bootstrap_host': '127.0.0.1',
+            'bootstrap_port': ports['bootstrap'], 'bootstrap_room': room}
+
+
+def test_standin_pd_pair_answers_from_the_decode_after_the_prefill_handed_over_the_room(pd_pair):
+    ports = pd_pair
+    body = _pd_request(ports, 12345678901234567, 'hello')
+    answers = {}
+    # What smg does: the same request, bootstrap fields injected, to both sides at once.
+    threads = [threading.Thread(target=lambda s=side: answers.__setitem__(s, _post(
+        'http://127.0.0.1:%d/v1/chat/completions' % ports[s], body))) for side in ('prefill', 'decode')]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    status, decode = answers['decode']
+    assert status == 200
+    match = bench.STANDIN_ANSWER.match(decode['choices'][0]['message']['content'])
+    assert match and match.group('server') == '%s:%d' % (socket.gethostname(), ports['decode'])
+    status, prefill = answers['prefill']
+    assert status == 200 and prefill['choices'][0]['finish_reason'] == 'length'
+    assert prefill['choices'][0]['message']['content'] == ''
+    seen = dict((s, json.loads(_text('http://127.0.0.1:%d/standin/received' % ports[s])[1])) for s in ('prefill', 'decode'))
+    assert seen['prefill']['disaggregation_mode'] == 'prefill'
+    (pre,), (dec,) = seen['prefill']['requests'], seen['decode']['requests']
+    assert pre['bootstrap_room'] == dec['bootstrap_room'] == 12345678901234567
+    assert pre['messages'] == dec['messages'] == body['messages']
+    assert dec['kv_from'] == '127.0.0.1:%d' % ports['bootstrap'] and dec['prefill_http_port'] == ports['prefill']
+    assert 'kv_from' not in pre
+
+
+def test_standin_prefill_serves_the_bootstrap_routes_of_sglang(pd_pair):
+    base = 'http://127.0.0.1:%d' % pd_pair['bootstrap']
+    assert _text(base + '/health') == (200, 'OK')
+    status, text = _text(base + '/route?prefill_dp_rank=-1&prefill_cp_rank=-1&target_tp_rank=-1&target_pp_rank=-1')
+    info = json.loads(text)
+    assert status == 200 and (info['page_size'], info['attn_tp_size'], info['prefill_http_port']) == (
+        64, 1, pd_pair['prefill'])
+    assert _text(base + '/route?prefill_dp_rank=0&prefill_cp_rank=0&target_tp_rank=0&target_pp_rank=0')[0] == 200
+    assert _text(base + '/route?prefill_dp_rank=0&prefill_cp_rank=0&target_tp_rank=3&target_pp_rank=0')[0] == 404
+    assert _text(base + '/route?prefill_dp_rank=0') == (400, 'Missing inputs for bootstrap server.')
+
+
+def test_standin_pd_refuses_a_request_without_a_room_and_fails_without_the_prefill(pd_pair):
+    ports = pd_pair
+    decode = 'http://127.0.0.1:%d/v1/chat/completions' % ports['decode']
+    status, answer = _post(decode, {'model': 'tiny', 'messages': []})
+    assert status == 400 and 'Disaggregated request received without bootstrap room id' in answer['message']
+    # The prefill never got this room: no KV to take, the decode fails after SGLANG_STANDIN_KV_TIMEOUT.
+    status, answer = _post(decode, _pd_request(ports, 7, 'lonely'))
+    assert status == 500 and 'no KV for the room from 127.0.0.1:%d' % ports['bootstrap'] in answer['message']
+    # A bootstrap address nobody serves.
+    dead = dict(ports, bootstrap=_free_port())
+    status, answer = _post(decode, _pd_request(dead, 8, 'nobody'))
+    assert status == 500 and answer['message'].endswith(
+        'Could not fetch prefill parallel info from bootstrap_addr: 127.0.0.1:%d' % dead['bootstrap'])
+    statuses = [r['status'] for r in json.loads(_text(decode.replace('/v1/chat/completions', '/standin/received'))[1])[
+        'requests']]
+    assert statuses == [400, 500, 500]
+
+
+def test_standin_decode_refuses_a_prefill_of_another_page_size(pd_pair):
+    port = _free_port()
+    proc = _start_standin(port, ['--disaggregation-mode', 'decode', '--page-size', '16'])
+    try:
+        status, answer = _post('http://127.0.0.1:%d/v1/chat/completions' % port, _pd_request(pd_pair, 9, 'page'))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert status == 500 and answer['message'] == (
+        'Page size mismatch: prefill server has page_size=64, but decode server has page_size=16. Both servers must '
+        'use the same --page-size value.')
+
+
+def test_standin_without_pd_flags_keeps_its_plain_behaviour():
+    port = _free_port()
+    proc = _start_standin(port, [])
+    try:
+        status, answer = _post('http://127.0.0.1:%d/v1/chat/completions' % port, {'model': 'tiny', 'messages': []})
+        received = json.loads(_text('http://127.0.0.1:%d/standin/received' % port)[1])
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert status == 200 and answer['choices'][0]['finish_reason'] == 'stop'
+    assert received == {'disaggregation_mode': 'null', 'requests': []}
+
+
+def test_pd_layout_of_the_bench_is_accepted_and_renders_the_argv_it_starts():
+    ports = dict(prefill=30000, bootstrap=8998, decode=30001, gateway=30080)
+    pd_check = bench.load_pd_check(ROOT)
+    layout = bench.pd_layout(ports)
+    assert pd_check.check(layout) == []
+    assert pd_check.gateway_args(layout) == ['--pd-disaggregation', '--prefill', 'http://127.0.0.1:30000', '8998',
+                                             '--decode', 'http://127.0.0.1:30001']
+    assert pd_check.extra_args(layout, 'prefill') == ['--disaggregation-mode', 'prefill',
+                                                      '--disaggregation-transfer-backend', 'mooncake_tcp',
+                                                      '--disaggregation-bootstrap-port', '8998']

@@ -2,9 +2,11 @@
 # The gateway lab on localhost (benchmarks/gateway_bench.py --check): the pinned smg installed from
 # profiles/locks/smg-<pin>.txt with --require-hashes into a cached venv, run through the sglang_gateway role's own
 # launcher (smg-launch, the key as a credential file), two real llama.cpp OpenAI servers of the benchmark lab on the
-# CPU (tests/bench/setup-lab.sh: the tiny model). Cases readiness, auth, spread, latency, kill, no-leak, and "then":
+# CPU (tests/bench/setup-lab.sh: the tiny model). Cases readiness, auth, spread, latency, kill, no-leak, "then":
 # the sglang_benchmark role's smoke tests and a sweep with SGLang's own client through the gateway
-# (through_gateway.yml). The rolling swap runs once in CI, for real, through playbooks/rolling_swap.yml on systemd
+# (through_gateway.yml), and pd/pd-down: a second smg with pd_check.gateway_args()'s --pd-disaggregation argv in
+# front of a prefill and a decode SGLang stand-in (tests/sglang/standin_server.py; about 10 s,
+# docs/pd_disaggregation.md). The rolling swap runs once in CI, for real, through playbooks/rolling_swap.yml on systemd
 # replicas (extensions/molecule/sglang_gateway); `gateway_bench.py` without --skip swap also swaps here, through
 # the module llmops.inference.sglang_gateway_worker. Runs under
 # `ansible-test integration --local sglang_gateway` and by hand.
