@@ -32,6 +32,7 @@ import collection_paths as cp  # noqa: E402  pylint: disable=wrong-import-positi
 
 from ansible_collections.llmops.inference.plugins.module_utils.compare import calibrate  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.compare import layouts as layouts_lib  # noqa: E402
+from ansible_collections.llmops.inference.plugins.module_utils.compare import pd as pd_lib  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.compare import perf  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.compare import rank as rank_lib  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.compare import report  # noqa: E402
@@ -311,8 +312,12 @@ def run(args):
     rows = [rank_lib.evaluate(layout, hw, traffic, fit, band) for layout in layouts]
     ranked = rank_lib.rank(rows)
     verdicts = rank_lib.spec_lines(rows, hw, traffic, fit)
+    # PD layouts (issue #30 point 4): on paper; the host's devices are not known here, so no RDMA is assumed.
+    pd_layouts = pd_lib.enumerate_pd(model, gpu, release, knobs['gpus'], knobs['isl'], knobs['osl'], devices=None)
+    pd_rows = [pd_lib.evaluate(layout, hw, traffic, fit, band, gpu) for layout in pd_layouts]
     return dict(knobs=knobs, notes=notes, rows=rows, ranked=ranked, fit=fit, band=band, group=group, points=points,
-                skipped=skipped, loo=loo, verdicts=verdicts, traffic=traffic, hw=hw, model=model, gpu=gpu)
+                skipped=skipped, loo=loo, verdicts=verdicts, traffic=traffic, hw=hw, model=model, gpu=gpu,
+                pd_rows=pd_rows, pd_ranked=pd_lib.rank(pd_rows), release=release)
 
 
 def write(out, result, sample=None):
@@ -342,8 +347,8 @@ def main(argv=None):
     print(md)
     for name in ('compare.md', 'pareto.svg', 'snippet.yml'):
         print('wrote %s' % os.path.relpath(os.path.join(out, name), os.getcwd()))
-    print('make compare took %.1f s (%d layouts planned and estimated, %d measured points, leave-one-out included)'
-          % (time.monotonic() - start, len(result['rows']), len(result['points'])))
+    print('make compare took %.1f s (%d layouts and %d PD layouts planned and estimated, %d measured points, leave-one-out '
+          'included)' % (time.monotonic() - start, len(result['rows']), len(result['pd_rows']), len(result['points'])))
     return 0 if result['ranked'] else 2
 
 

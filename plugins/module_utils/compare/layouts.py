@@ -75,7 +75,7 @@ def plan_one(model, gpu, release, facts, tp, spec_kwargs, kv_dtype, context, gpu
         return None, str(exc)
 
 
-def _capacity(result):
+def capacity(result):
     return dict(kv_tokens=result['kv_cache_tokens'], max_running=result['max_running_requests'],
                 mamba_slots=result['mamba_cache_slots'], bound_by=result['max_running_requests_bound_by'],
                 headroom_gib=result['headroom_gib'], verdict=result['verdict'], context=result['context_length'],
@@ -95,12 +95,12 @@ def enumerate_layouts(model, gpu, release, gpus, isl, osl):
                     base = dict(tp=tp, spec=spec_name, kv_dtype=kv_dtype, context=context, accept_profile=accept,
                                 spec_kwargs=spec_kwargs, result=result, why=why, capacity=None, cost=None)
                     if result is not None:
-                        base['capacity'] = _capacity(result)
+                        base['capacity'] = capacity(result)
                         base['context'] = result['context_length']
                         if not result['fits']:
                             base['why'] = '%s (headroom %.1f GiB)' % (result['verdict'], result['headroom_gib'])
                         else:
-                            base['cost'] = _cost(facts, result, accept)
+                            base['cost'] = cost(facts, result, accept)
                     for replicas in range(1, gpus // tp + 1):
                         row = dict(base, replicas=replicas, gpus=tp * replicas)
                         row['fits'] = result is not None and bool(result['fits']) and row['cost'] is not None
@@ -109,7 +109,7 @@ def enumerate_layouts(model, gpu, release, gpus, isl, osl):
     return out
 
 
-def _cost(facts, result, accept):
+def cost(facts, result, accept):
     draft = (result['speculative'] or {}).get('draft')
     draft_bytes = draft['weights_at_sizing_gib'] * GIB * result['tp_size'] if draft else None
     try:

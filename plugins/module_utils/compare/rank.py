@@ -67,7 +67,7 @@ def slo_goodput(cycle, prefill, traffic, accept, cap, fit):
     return queueing.steady_rate(low, cycle, prefill, traffic['osl'], accept), low
 
 
-def _meets(run, traffic, band):
+def meets(run, traffic, band):
     if not run['sustainable']:
         return 'unsustainable'
     ttft, tpot = run['ttft_p99'] * 1e3, run['tpot_p99'] * 1e3
@@ -90,7 +90,7 @@ def evaluate(layout, hw, traffic, fit, band):
     accept = layout['cost']['accept']
     run = open_loop(traffic['rate'] / layout['replicas'], cycle, prefill, traffic, accept, cap, fit)
     good_rate, good_batch = slo_goodput(cycle, prefill, traffic, accept, cap, fit)
-    row.update(cap=cap, cap_bound=bound, accept=accept, run=run, meets=_meets(run, traffic, band),
+    row.update(cap=cap, cap_bound=bound, accept=accept, run=run, meets=meets(run, traffic, band),
                slo_rate=good_rate * layout['replicas'], slo_batch=good_batch,
                tok_s_gpu=good_rate * traffic['osl'] / layout['tp'],
                tok_s_user=1.0 / run['tpot_p50'] if run['sustainable'] else None,

@@ -13,10 +13,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.llmops.inference.plugins.module_utils.bench.report import num
+from ansible_collections.llmops.inference.plugins.module_utils.compare import pd as pd_lib
 from ansible_collections.llmops.inference.plugins.module_utils.compare import rank as rank_lib
 
 SPEC_TEXT = {'off': 'no-spec', 'mtp': 'MTP', 'eagle3': 'EAGLE-3'}
 CHART_LAYOUTS = 8
+PD_CHART_LAYOUTS = 2
 # vram_plan.recommend's own caveat for the same flag.
 FP8_KV_NOTE = '  # halves KV bytes per token; without calibrated scales this risks reasoning accuracy (cookbook warning)'
 
@@ -121,10 +123,89 @@ def markdown(result, svg_name):
         out += ['| %s | %s |' % (r['name'], (r['why'] or '').replace('|', '/')[:240]) for r in unfit]
     else:
         out.append('Every layout fits.')
+    out += pd_section(result)
     if result['skipped']:
         out += ['', 'Measured points the planner could not size (not used): %s' % '; '.join(
             '%s: %s' % (key, why[:120]) for key, why in result['skipped'])]
     return '\n'.join(out) + '\n'
+
+
+def _cell(text, limit=240):
+    return (text or '').replace('|', '/')[:limit]
+
+
+def pd_table(ranked):
+    out = ['| # | PD layout | GPUs (P + D) | decode cap (KV tokens, max running) | tok/s/GPU at SLO | tok/s/user | '
+           'TTFT p50 / p99 ms | TPOT p50 / p99 ms | prefill / KV transfer ms | meets targets? | basis |',
+           '|---|---|---|---|---|---|---|---|---|---|---|']
+    for index, row in enumerate(ranked, 1):
+        cap, frac = row['capacity'], row['band'].get('decode')
+        state = '' if row['run']['sustainable'] else '; %s' % (
+            'prefill saturates at this rate' if row['run']['bound'] == 'prefill' else 'the rate needs a batch above the cap')
+        out.append('| %d | %s | %d (%d + %d) | %d (%s, %d)%s | %s | %s | %s | %s | %s / %s | %s | %s; %s |' % (
+            index, row['name'], row['gpus'], row['prefill'][0] * row['prefill'][1], row['decode'][0] * row['decode'][1],
+            row['cap'], '{:,}'.format(cap['kv_tokens']), cap['max_running'], state, banded(row['tok_s_gpu'], frac),
+            banded(row['tok_s_user'], frac), _latency(row, 'ttft', 'ttft'), _latency(row, 'tpot', 'decode'),
+            num(row['prefill_ms'], 1), num(row['transfer_ms'], 1), row['meets'], _basis(row), pd_lib.ON_PAPER))
+    return out
+
+
+def pd_section(result):
+    """PD layouts (compare/pd.py): ranked on their own, the best one's flags, those refused or not fitting."""
+    rows, ranked = result.get('pd_rows') or [], result.get('pd_ranked') or []
+    if not rows:
+        return []
+    first = rows[0]
+    out = ['', '## Prefill/decode (PD) layouts (%s)' % pd_lib.ON_PAPER, '',
+           'P prefill workers x TP_p + D decode workers x TP_d on these %d GPUs, each side planned on its own; transfer '
+           'backend %s (%s); KV transfer over %s GB/s (%s). Checked by pd_check (docs/pd_disaggregation.md). '
+           'Model: docs/compare.md.' % (result['knobs']['gpus'], first['backend'], first['backend_why'],
+                                        num(pd_lib.link_bytes_s(first['backend'], result['gpu']) / 1e9, 1),
+                                        'pd.TCP_LINK_GBS, an assumption' if first['backend'] == 'mooncake_tcp'
+                                        else 'the PCIe bandwidth of the GPU profile'), '']
+    if ranked:
+        out += pd_table(ranked)
+        top = ranked[0]
+        flags = pd_lib.flags(top, result.get('release'))
+        aggregated = result['ranked'][0] if result['ranked'] else None
+        out += ['', 'Best PD layout: %s, %s tok/s/GPU at SLO (meets: %s)%s. No llmops_* variables deploy PD yet; '
+                'the flags of its first prefill worker, first decode worker and of the gateway:' % (
+                    top['name'], num(top['tok_s_gpu'], 1), top['meets'], '' if aggregated is None else
+                    '; the top aggregated layout %s: %s tok/s/GPU (meets: %s)' % (
+                        aggregated['name'], num(aggregated['tok_s_gpu'], 1), aggregated['meets'])), '', '```']
+        out += ['# prefill: %s' % ' '.join(flags['prefill']), '# decode: %s' % ' '.join(flags['decode']),
+                '# gateway (smg): %s' % ' '.join(flags['gateway']), '```']
+    else:
+        fitting = sorted(set(r['smallest_tp'] for r in rows if r['smallest_tp']))
+        why = ''
+        if not fitting:
+            why = ': no worker fits at any TP up to the GPUs'
+        elif 2 * fitting[0] > result['knobs']['gpus']:
+            why = ': the smallest TP a worker fits at is TP%d, so one prefill and one decode worker need %d GPUs' % (
+                fitting[0], 2 * fitting[0])
+        out.append('No PD layout fits and passes pd_check on these %d GPUs%s.' % (result['knobs']['gpus'], why))
+    groups = {}
+    for row in rows:
+        for item in row['refusals']:
+            names = groups.setdefault((item['rule'], item['message'], item['fix'], item['enforced_by']), [])
+            if row['name'] not in names:
+                names.append(row['name'])
+    if groups:
+        out += ['', '### PD layouts pd_check refuses (never ranked)', '',
+                '| PD layouts | rule | what (values) | fix | refused by |', '|---|---|---|---|---|']
+        for (rule, message, fix, by), names in groups.items():
+            shown = ', '.join(names[:4]) + (' and %d more' % (len(names) - 4) if len(names) > 4 else '')
+            out.append('| %s | %s | %s | %s | %s |' % (shown, rule, _cell(message, 400), _cell(fix, 200), by))
+    unfit = {}
+    for row in rows:
+        for key in ('prefill', 'decode'):
+            info = row['side'][key]
+            if info['cost'] is None:
+                unfit.setdefault(row[key][1], [info['why'], 0])[1] += 1
+    if unfit:
+        out += ['', '### PD workers that do not fit (their layouts are never ranked)', '']
+        out += ['- a TP%d worker (%d PD layout sides): %s' % (tp, count, _cell(why)) for tp, (why, count) in sorted(unfit.items())]
+    return out
 
 
 def measured(result):
@@ -146,7 +227,8 @@ def measured(result):
 
 
 def pareto_series(result):
-    """(series for svg.pareto_chart over the CHART_LAYOUTS best distinct one-replica layouts, frontier points)."""
+    """(series for svg.pareto_chart over the CHART_LAYOUTS best distinct one-replica layouts and the PD_CHART_LAYOUTS
+    best PD layouts (pd=True), frontier points of the former)."""
     seen, series, everything = set(), [], []
     for row in result['ranked']:
         key = (row['tp'], row['spec'], row['kv_dtype'], row['context'])
@@ -161,6 +243,11 @@ def pareto_series(result):
         series.append(dict(name=name, points=points, dashed=row['spec'] == 'off'))
         if len(series) >= CHART_LAYOUTS:
             break
+    # The best PD layouts (compare/pd.py) as their own series with a distinct marker; on paper, not on the frontier.
+    for row in (result.get('pd_ranked') or [])[:PD_CHART_LAYOUTS]:
+        points = pd_lib.curve(row, result['traffic'], result['fit'], result['gpu'], result['hw'])
+        if points:
+            series.append(dict(name=row['name'] + ' (on paper)', points=points, dashed=row['spec'] == 'off', pd=True))
     frontier = [everything[i] for i in rank_lib.pareto(everything)]
     return series, frontier
 

@@ -31,7 +31,8 @@ def axis_max(value):
 
 
 def pareto_chart(title, series, frontier, x_label, y_label, width=640, height=380):  # pylint: disable=too-many-locals
-    """series: [dict(name, points=[(x, y)], dashed)]; frontier: [(x, y)] drawn as a grey step line."""
+    """series: [dict(name, points=[(x, y)], dashed, pd)]; frontier: [(x, y)] drawn as a grey step line; pd series
+    (prefill/decode layouts, on paper) are drawn with square markers."""
     left, right, top, bottom = 70, 20, 36, 40 + 16 * ((len(series) + 1) // 2)
     plot_w, plot_h = width - left - right, height - top - bottom - 24
     xs = [x for s in series for x, dummy in s['points']] or [1.0]
@@ -69,8 +70,13 @@ def pareto_chart(title, series, frontier, x_label, y_label, width=640, height=38
                        % (color, ' stroke-dasharray="6 4"' if s.get('dashed') else '',
                           ' '.join('%.1f,%.1f' % (px(x), py(y)) for x, y in s['points'])))
         for x, y in s['points']:
-            out.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s: %s tok/s/user, %s tok/s/GPU</title></circle>'
-                       % (px(x), py(y), color, esc(s['name']), esc(num(x, 1)), esc(num(y, 1))))
+            tip = '<title>%s: %s tok/s/user, %s tok/s/GPU</title>' % (esc(s['name']), esc(num(x, 1)), esc(num(y, 1)))
+            if s.get('pd'):
+                # PD layouts (on paper): squares, so they never read as a deployable layout's circles.
+                out.append('<rect x="%.1f" y="%.1f" width="7" height="7" fill="#ffffff" stroke="%s" stroke-width="1.5">%s</rect>'
+                           % (px(x) - 3.5, py(y) - 3.5, color, tip))
+            else:
+                out.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s">%s</circle>' % (px(x), py(y), color, tip))
     ly = top + plot_h + 50
     for index, s in enumerate(series):
         lx = left + (index % 2) * (plot_w // 2)
@@ -78,6 +84,8 @@ def pareto_chart(title, series, frontier, x_label, y_label, width=640, height=38
         color = COLORS[index % len(COLORS)]
         out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>'
                    % (lx, y, lx + 22, y, color, ' stroke-dasharray="6 4"' if s.get('dashed') else ''))
+        if s.get('pd'):
+            out.append('<rect x="%d" y="%d" width="7" height="7" fill="#ffffff" stroke="%s" stroke-width="1.5"/>' % (lx + 8, y - 3, color))
         out.append('<text x="%d" y="%d" font-size="11" fill="#333">%s</text>' % (lx + 27, y + 4, esc(s['name'])))
     out.append('</svg>')
     return '\n'.join(out)
