@@ -7,7 +7,7 @@ estimated at the target traffic and ranked (docs/compare.md; issue #30).
     python tests/tools/compare_console.py                      # the example inventory's server, stated defaults
     python tests/tools/compare_console.py --model qwen3.5-122b-a10b --gpu rtx-pro-6000-blackwell-server --gpus 4 \
         --isl 1024 --osl 1024 --rate 2 --ttft-p99 2000 --tpot-p99 50 [--inventory inventories/example] \
-        [--records runs.jsonl ...] [--out DIR]
+        [--records runs.jsonl ...] [--record-dir DIR] [--out DIR]
 
 Without --model/--gpu/--gpus it reads the first host of sglang_servers of the inventory (default inventories/example):
 llmops_model_profile, llmops_gpu_profile, the GPUs as len(llmops_gpu_indices) (else llmops_tp_size). The traffic
@@ -15,11 +15,17 @@ shape comes from the inventory's sglang_benchmark_input_len / _output_len, else 
 the rate from the first of sglang_benchmark_request_rates, else DEFAULT_RATE; the targets default to DEFAULT_TTFT_P99_MS
 and DEFAULT_TPOT_P99_MS. It writes build/compare/<knobs>/compare.md, pareto.svg and snippet.yml and prints the table
 and its own wall time.
+
+Measured points: the published table (profiles/measurements/published.yml), the sglang_benchmark role's records in
+the deployment record (<record dir>/<host>/<instance>/benchmarks.json; the record dir is --record-dir, else the
+inventory's llmops_record_dir, else build/deploy of this checkout, the resolver's default), and runs.jsonl files given
+with --records. --sample (the committed docs/samples/ copy) reads the published table only, unless --record-dir is given.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import sys
@@ -30,6 +36,7 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import collection_paths as cp  # noqa: E402  pylint: disable=wrong-import-position
 
+from ansible_collections.llmops.inference.plugins.module_utils.bench import record as bench_record  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.compare import calibrate  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.compare import layouts as layouts_lib  # noqa: E402
 from ansible_collections.llmops.inference.plugins.module_utils.compare import pd as pd_lib  # noqa: E402
@@ -193,6 +200,52 @@ def record_points(files, model_name, gpu_name, gpus, release):
     return points, skipped
 
 
+def deployment_record_files(record_dir):
+    """Every instance's benchmarks.json under a deployment record directory (llmops_record_dir: <dir>/<host>/<instance>/)."""
+    return sorted(glob.glob(os.path.join(record_dir, '*', '*', bench_record.FILE_NAME)))
+
+
+def deployment_record_points(files, model_name, gpu_name, release):
+    """The concurrency runs the sglang_benchmark role kept in the deployment record (bench/record.py) for this model
+    profile on this GPU profile, as measured points that calibrate; a run with speculative decoding on is sized with
+    the model profile's own MTP settings (the record keeps the variant's mtp flag, not its flags)."""
+    spec_profile = ((profile('models', model_name).get('serving') or {}).get('speculative') or {})
+    points, skipped, cache = [], [], {}
+    for path in files:
+        with open(path, encoding='utf-8') as handle:
+            doc, error = bench_record.parse(handle.read(), path)
+        if error:
+            skipped.append((path, error))
+            continue
+        for run in bench_record.measured_points(doc):
+            ctx = run['benchmark']
+            setup_id = 'record:%s/%s:%s:%s' % (ctx.get('host'), ctx.get('instance'), ctx.get('id'), run.get('variant'))
+            if (ctx.get('model_profile'), ctx.get('gpu_profile')) != (model_name, gpu_name):
+                continue
+            if run.get('kind') != 'concurrency' or not run.get('concurrency') or not ctx.get('tp_size'):
+                skipped.append((setup_id, 'not a concurrency run of a known TP size'))
+                continue
+            spec = None
+            if run.get('mtp'):
+                spec = dict(algorithm=spec_profile.get('algorithm'), num_steps=spec_profile.get('num_steps'),
+                            eagle_topk=spec_profile.get('eagle_topk'), num_draft_tokens=spec_profile.get('num_draft_tokens'))
+            tp = int(ctx['tp_size'])
+            setup = dict(engine='sglang', calibrates=True, gpu=gpu_name, gpus=tp, tp=tp, model=dict(profile=model_name),
+                         max_running_requests=None, speculative=spec,
+                         lengths=dict(isl=run.get('input_len'), osl=run.get('output_len'), stated=True), source=path)
+            if not (setup['lengths']['isl'] and setup['lengths']['osl']):
+                skipped.append((setup_id, 'the record has no input/output length'))
+                continue
+            point = dict(concurrency=run['concurrency'], output_tok_s=run.get('output_tok_s'), ttft_ms=run.get('ttft_p50_ms'),
+                         tpot_ms=run.get('tpot_p50_ms'), accept_length=run.get('accept_length'))
+            prepared, why = prepare(setup_id, setup, point, release, cache)
+            if prepared is None:
+                skipped.append((setup_id, why))
+            else:
+                points.append(prepared)
+    return points, skipped
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # The inventory and the knobs
 
@@ -248,7 +301,22 @@ def resolve_args(args):
     for flag, key in (('ttft_p99', 'TTFT_P99'), ('tpot_p99', 'TPOT_P99')):
         if getattr(args, flag) is None:
             notes.append('%s %g ms (stated default)' % (key, knobs[flag + '_ms']))
+    knobs['record_dir'] = _record_dir(args, server)
     return knobs, notes
+
+
+def _record_dir(args, server):
+    """The deployment record directory whose benchmarks.json files calibrate: --record-dir, else (not for --sample,
+    whose output is committed) the inventory's llmops_record_dir when it is a plain path, else the resolver's default
+    build/deploy of this checkout."""
+    if args.record_dir:
+        return os.path.abspath(args.record_dir)
+    if args.sample:
+        return None
+    configured = server.get('llmops_record_dir')
+    if configured and '{{' not in str(configured):
+        return os.path.join(ROOT, args.inventory, configured) if not os.path.isabs(configured) else configured
+    return os.path.join(ROOT, 'build', 'deploy')
 
 
 def knob_dir(knobs):
@@ -283,6 +351,8 @@ def parse(argv):
     parser.add_argument('--tpot-p99', type=float, help='p99 time-per-output-token target, ms')
     parser.add_argument('--inventory', default=DEFAULT_INVENTORY, help='inventory for what is not given (default %(default)s)')
     parser.add_argument('--records', nargs='*', default=[], help='benchmark records (runs.jsonl) of this model and GPU')
+    parser.add_argument('--record-dir', help='deployment record directory whose benchmarks.json files calibrate (default: the '
+                        "inventory's llmops_record_dir, else build/deploy; none with --sample)")
     parser.add_argument('--measurements', default=MEASUREMENTS, help='published points (default %(default)s)')
     parser.add_argument('--out', help='output folder (default build/compare/<knobs>)')
     parser.add_argument('--sample', help='also write PREFIX.md and PREFIX.svg (the committed docs/samples/ copy)')
@@ -301,6 +371,15 @@ def run(args):
         more, more_skipped = record_points(args.records, knobs['model'], knobs['gpu'], knobs['gpus'], release)
         points += more
         skipped += more_skipped
+    record_dir = knobs.get('record_dir')
+    if record_dir:
+        files = deployment_record_files(record_dir)
+        more, more_skipped = deployment_record_points(files, knobs['model'], knobs['gpu'], release)
+        points += more
+        skipped += more_skipped
+        notes.append('deployment records: %d measured point(s) of %s on %s from %d benchmarks.json under %s' % (
+            len(more), knobs['model'], knobs['gpu'], len(files), os.path.relpath(record_dir, ROOT)
+            if record_dir.startswith(ROOT + os.sep) else record_dir))
     loo = calibrate.leave_one_out(points)
     facts = vram_plan.model_facts_once(model.get('config'), release)
     group = (gpu['compute_capability'], facts['family'] if facts else None)

@@ -20,7 +20,9 @@ from ansible_collections.llmops.inference.plugins.plugin_utils.deployment import
 def run_console(tmp_path, *extra):
     out = tmp_path / 'compare'
     start = time.monotonic()
-    status = console.main(['--out', str(out)] + list(extra))
+    # No deployment record of this machine's own runs (build/deploy) unless the test gives one.
+    records = [] if '--record-dir' in extra else ['--record-dir', str(tmp_path / 'no-records')]
+    status = console.main(['--out', str(out)] + records + list(extra))
     return status, out, time.monotonic() - start
 
 
@@ -133,8 +135,38 @@ def test_records_given_to_the_console_are_shown_as_measured(tmp_path):
     path.write_text('%s\n' % json.dumps(record))
     dummy, out, dummy2 = run_console(tmp_path, '--records', str(path))
     md = (out / 'compare.md').read_text()
-    assert '## Measured (benchmark records given with --records)' in md
+    assert '## Measured (benchmark records: --records and the deployment record)' in md
     line = [x for x in md.splitlines() if x.startswith('| record:runs.jsonl:1@c4 |') and '| tpot_ms |' in x][0]
     assert '| 4 | EAGLE | 4 | 1024/1024 | tpot_ms | 11.0 |' in line
     # The record calibrates the seed's group: its own figure is one more in the group's band.
     assert '3 measured point(s) of its own' not in md
+
+
+def test_the_deployment_records_benchmarks_calibrate_and_show_as_measured(tmp_path):
+    """benchmarks.json as the sglang_benchmark role keeps it (bench/record.py entry()) under <record dir>/<host>/<instance>/:
+    the seed's MTP runs calibrate; another model's runs and a request-rate run do not count."""
+    from ansible_collections.llmops.inference.plugins.module_utils.bench import record as bench_record
+
+    def run(variant, mtp, kind, concurrency, tok_s, tpot):
+        return dict(run_id=variant + str(concurrency), variant=variant, mtp=mtp, kind=kind, concurrency=concurrency,
+                    request_rate=None if kind == 'concurrency' else 2.0, input_len=1024, output_len=1024,
+                    output_tok_s=tok_s, ttft_p50_ms=240.0, ttft_p99_ms=400.0, tpot_p50_ms=tpot, tpot_p99_ms=tpot * 1.2,
+                    accept_length=3.1 if mtp else None)
+    seed = dict(id='2026-12-08T00:00:00Z', host='sglang-ct', instance='qwen', model_profile='qwen3.5-122b-a10b',
+                gpu_profile='rtx-pro-6000-blackwell-server', tp_size=4,
+                runs=[run('mtp', True, 'concurrency', 1, 150.0, 6.5), run('mtp', True, 'concurrency', 8, 700.0, 11.0),
+                      run('mtp', True, 'rate', 0, 300.0, 9.0)])
+    other = dict(seed, id='2026-12-08T01:00:00Z', model_profile='qwen3-32b', runs=[run('base', False, 'concurrency', 1, 50.0, 20.0)])
+    where = tmp_path / 'records' / 'sglang-ct' / 'qwen'
+    where.mkdir(parents=True)
+    (where / bench_record.FILE_NAME).write_text(bench_record.dumps(dict(schema=bench_record.SCHEMA, benchmarks=[seed, other])))
+    files = console.deployment_record_files(str(tmp_path / 'records'))
+    points, skipped = console.deployment_record_points(files, 'qwen3.5-122b-a10b', 'rtx-pro-6000-blackwell-server',
+                                                       console.cp.release())
+    assert sorted(p['concurrency'] for p in points) == [1, 8]
+    assert all(p['calibrates'] and p['group'] == ('12.0', 'hybrid_gdn') and p['cost']['accept'] == 3.1 for p in points)
+    assert [why for _id, why in skipped] == ['not a concurrency run of a known TP size']
+    dummy, out, dummy2 = run_console(tmp_path, '--record-dir', str(tmp_path / 'records'))
+    md = (out / 'compare.md').read_text()
+    assert 'deployment records: 2 measured point(s) of qwen3.5-122b-a10b on rtx-pro-6000-blackwell-server from 1 benchmarks.json' in md
+    assert '| record:sglang-ct/qwen:2026-12-08T00:00:00Z:mtp@c8 |' in md

@@ -209,12 +209,13 @@ def pd_section(result):
 
 
 def measured(result):
-    """The --records figures (basis measured) beside their leave-one-out estimates, or nothing without records."""
+    """The benchmark records' figures (--records and the deployment record; basis measured) beside their leave-one-out
+    estimates, or nothing without records."""
     points = dict((p['id'], p) for p in result['points'] if p['id'].startswith('record:'))
     rows = [r for r in result['loo'] if r['id'] in points]
     if not rows:
         return []
-    out = ['', '## Measured (benchmark records given with --records)', '',
+    out = ['', '## Measured (benchmark records: --records and the deployment record)', '',
            'Basis measured: what the records say, beside what the model predicts for the same setup without them.', '',
            '| record | TP | speculative | concurrency | ISL/OSL | metric | measured | estimate (leave-one-out) | error % |',
            '|---|---|---|---|---|---|---|---|---|']
