@@ -189,15 +189,23 @@ def record_points(files, model_name, gpu_name, gpus, release):
             point = dict(concurrency=metrics.get('max_concurrency') or 1, output_tok_s=metrics.get('output_throughput'),
                          ttft_ms=metrics.get('median_ttft_ms'), tpot_ms=metrics.get('median_tpot_ms'),
                          accept_length=(rec.get('llmops') or {}).get('accept_length'))
-            if not (setup['lengths']['isl'] and setup['lengths']['osl']):
-                skipped.append((setup_id, 'the record has no random_input_len / random_output_len'))
-                continue
-            prepared, why = prepare(setup_id, setup, point, release, cache)
-            if prepared is None:
-                skipped.append((setup_id, why))
-            else:
-                points.append(prepared)
+            _add_record_point(points, skipped, (setup_id, setup, point), release, cache,
+                              'the record has no random_input_len / random_output_len')
     return points, skipped
+
+
+def _add_record_point(points, skipped, measured, release, cache, no_lengths):
+    """One benchmark record's level, (setup_id, setup, point), into points, or into skipped with why: no request
+    lengths (no_lengths), or the planner cannot size its setup."""
+    setup_id, setup, point = measured
+    if not (setup['lengths']['isl'] and setup['lengths']['osl']):
+        skipped.append((setup_id, no_lengths))
+        return
+    prepared, why = prepare(setup_id, setup, point, release, cache)
+    if prepared is None:
+        skipped.append((setup_id, why))
+    else:
+        points.append(prepared)
 
 
 def deployment_record_files(record_dir):
@@ -233,16 +241,9 @@ def deployment_record_points(files, model_name, gpu_name, release):
             setup = dict(engine='sglang', calibrates=True, gpu=gpu_name, gpus=tp, tp=tp, model=dict(profile=model_name),
                          max_running_requests=None, speculative=spec,
                          lengths=dict(isl=run.get('input_len'), osl=run.get('output_len'), stated=True), source=path)
-            if not (setup['lengths']['isl'] and setup['lengths']['osl']):
-                skipped.append((setup_id, 'the record has no input/output length'))
-                continue
             point = dict(concurrency=run['concurrency'], output_tok_s=run.get('output_tok_s'), ttft_ms=run.get('ttft_p50_ms'),
                          tpot_ms=run.get('tpot_p50_ms'), accept_length=run.get('accept_length'))
-            prepared, why = prepare(setup_id, setup, point, release, cache)
-            if prepared is None:
-                skipped.append((setup_id, why))
-            else:
-                points.append(prepared)
+            _add_record_point(points, skipped, (setup_id, setup, point), release, cache, 'the record has no input/output length')
     return points, skipped
 
 
