@@ -350,7 +350,17 @@ def _pct(value):
 
 # ---- SVG charts ----------------------------------------------------------------------------------------------------
 
-def _nice_max(value):
+def chart_frame(title, width, height, left):
+    """The opening lines of every chart of the house style: the svg element, its title, the white ground and the
+    bold title at x=left (line_chart, bar_chart, server_view's timelines, make compare's Pareto chart)."""
+    return ['<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="%d" height="%d" viewBox="0 0 %d %d">'
+            % (width, height, width, height), '<title>%s</title>' % esc(title),
+            '<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>' % (width, height),
+            '<text x="%d" y="20" font-size="14" font-weight="bold" fill="#222">%s</text>' % (left, esc(title))]
+
+
+def nice_max(value):
+    """A round axis end at or above value: 1, 2, 2.5 or 5 x a power of ten (1.0 for nothing to show)."""
     if not value or value <= 0:
         return 1.0
     exp = 10 ** math.floor(math.log10(value))
@@ -365,7 +375,7 @@ def line_chart(title, x_labels, series, y_label, width=560, height=300):
     left, right, top, bottom = 64, 16, 36, 70
     plot_w, plot_h = width - left - right, height - top - bottom
     values = [v for s in series for v in s['values'] if v is not None]
-    y_max = _nice_max(max(values) * 1.05 if values else 1.0)
+    y_max = nice_max(max(values) * 1.05 if values else 1.0)
     n = max(len(x_labels), 1)
 
     def x_at(i):
@@ -374,10 +384,7 @@ def line_chart(title, x_labels, series, y_label, width=560, height=300):
     def y_at(v):
         return top + plot_h - plot_h * v / y_max
 
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="%d" height="%d" viewBox="0 0 %d %d">'
-           % (width, height, width, height), '<title>%s</title>' % esc(title),
-           '<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>' % (width, height),
-           '<text x="%d" y="20" font-size="14" font-weight="bold" fill="#222">%s</text>' % (left, esc(title))]
+    out = chart_frame(title, width, height, left)
     for k in range(6):
         v = y_max * k / 5
         y = y_at(v)
@@ -416,17 +423,14 @@ def bar_chart(title, labels, values, y_label, width=560, height=280):
     left, right, top, bottom = 64, 16, 36, 56
     plot_w, plot_h = width - left - right, height - top - bottom
     finite = [abs(v) for v in values if v is not None]
-    span = _nice_max(max(finite) * 1.1 if finite else 1.0)
+    span = nice_max(max(finite) * 1.1 if finite else 1.0)
     n = max(len(labels), 1)
     zero = top + plot_h / 2.0
 
     def y_at(v):
         return zero - (plot_h / 2.0) * v / span
 
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="%d" height="%d" viewBox="0 0 %d %d">'
-           % (width, height, width, height), '<title>%s</title>' % esc(title),
-           '<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>' % (width, height),
-           '<text x="%d" y="20" font-size="14" font-weight="bold" fill="#222">%s</text>' % (left, esc(title))]
+    out = chart_frame(title, width, height, left)
     for k in range(-2, 3):
         v = span * k / 2
         out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s"/>'

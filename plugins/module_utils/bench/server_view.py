@@ -19,7 +19,7 @@ import math
 import time
 
 from ansible_collections.llmops.inference.plugins.module_utils.bench.report import PALETTE, esc, num
-from ansible_collections.llmops.inference.plugins.module_utils.bench.report import _nice_max as nice_max
+from ansible_collections.llmops.inference.plugins.module_utils.bench.report import chart_frame, nice_max
 
 
 def samples(response):
@@ -130,10 +130,7 @@ def time_chart(row, windows, t0, t1, width=560, height=220):
         return top + plot_h - plot_h * v * scale / y_max
 
     title = '%s%s' % (row['title'], ' (%)' if row['unit'] == 'ratio' else '')
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="%d" height="%d" viewBox="0 0 %d %d">'
-           % (width, height, width, height), '<title>%s</title>' % esc(title),
-           '<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>' % (width, height),
-           '<text x="%d" y="20" font-size="14" font-weight="bold" fill="#222">%s</text>' % (left, esc(title))]
+    out = chart_frame(title, width, height, left)
     for i, (run_id, start, end) in enumerate(windows):
         out.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" opacity="0.12"><title>%s</title></rect>'
                    % (x_at(start), top, max(x_at(end) - x_at(start), 1), plot_h, PALETTE[i % len(PALETTE)], esc(run_id)))

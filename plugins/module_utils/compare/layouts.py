@@ -23,14 +23,6 @@ KV_DTYPES = ('auto', 'fp8_e4m3')
 GIB = 1 << 30
 
 
-def tp_sizes(gpus):
-    size, out = 1, []
-    while size <= gpus:
-        out.append(size)
-        size *= 2
-    return out
-
-
 def spec_options(model, facts):
     """[(name, plan kwargs, accept length or None)]: off always; mtp with the profile's NEXTN settings (SGLang's auto
     choice otherwise) where the model has MTP layers; eagle3 where the profile has a draft checkpoint."""
@@ -87,7 +79,7 @@ def enumerate_layouts(model, gpu, release, gpus, isl, osl):
     plan_inputs)."""
     facts = vram_plan.model_facts_once(model.get('config'), release)
     out = []
-    for tp in tp_sizes(gpus):
+    for tp in vram_plan.tp_sizes(gpus):
         for spec_name, spec_kwargs, accept in spec_options(model, facts):
             for kv_dtype in KV_DTYPES:
                 for context in contexts(facts, isl, osl):

@@ -68,7 +68,7 @@ def check_layout(facts, backend, devices, kv_dtype, prefill, decode, spec='off')
 def shapes(gpus):
     """Every ((P, TP_p), (D, TP_d)) with P x TP_p + D x TP_d <= gpus."""
     out = []
-    sizes = layouts_lib.tp_sizes(gpus)
+    sizes = vram_plan.tp_sizes(gpus)
     for tp_p in sizes:
         for tp_d in sizes:
             for count_p in range(1, gpus // tp_p + 1):
@@ -112,7 +112,7 @@ def enumerate_pd(model, gpu, release, gpus, isl, osl, devices=None):
     # The smallest TP one worker fits at, of any shape (also those the GPUs cannot hold twice): the report's reason.
     smallest = {}
     for spec, kv_dtype in combos:
-        fitting = [tp for tp in layouts_lib.tp_sizes(gpus) if side(tp, spec, kv_dtype)['cost'] is not None]
+        fitting = [tp for tp in vram_plan.tp_sizes(gpus) if side(tp, spec, kv_dtype)['cost'] is not None]
         smallest[spec[0] + '/' + kv_dtype] = min(fitting) if fitting else None
     for (spec, kv_dtype), (prefill, decode) in [(c, s) for c in combos for s in shapes(gpus)]:
         sides = dict(prefill=side(prefill[1], spec, kv_dtype), decode=side(decode[1], spec, kv_dtype))

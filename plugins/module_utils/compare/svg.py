@@ -12,22 +12,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
-
-from ansible_collections.llmops.inference.plugins.module_utils.bench.report import esc, num
+from ansible_collections.llmops.inference.plugins.module_utils.bench.report import chart_frame, esc, nice_max, num
 
 COLORS = ('#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22')
-
-
-def axis_max(value):
-    """A round axis end at or above value: 1, 2, 2.5 or 5 x a power of ten."""
-    if value <= 0:
-        return 1.0
-    power = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
-        if step * power >= value:
-            return step * power
-    return 10 * power
 
 
 def pareto_chart(title, series, frontier, x_label, y_label, width=640, height=380):  # pylint: disable=too-many-locals
@@ -37,17 +24,14 @@ def pareto_chart(title, series, frontier, x_label, y_label, width=640, height=38
     plot_w, plot_h = width - left - right, height - top - bottom - 24
     xs = [x for s in series for x, dummy in s['points']] or [1.0]
     ys = [y for s in series for dummy, y in s['points']] or [1.0]
-    x_max, y_max = axis_max(max(xs) * 1.05), axis_max(max(ys) * 1.05)
+    x_max, y_max = nice_max(max(xs) * 1.05), nice_max(max(ys) * 1.05)
 
     def px(x):
         return left + plot_w * x / x_max
 
     def py(y):
         return top + plot_h - plot_h * y / y_max
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="%d" height="%d" viewBox="0 0 %d %d">'
-           % (width, height, width, height), '<title>%s</title>' % esc(title),
-           '<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>' % (width, height),
-           '<text x="%d" y="20" font-size="14" font-weight="bold" fill="#222">%s</text>' % (left, esc(title))]
+    out = chart_frame(title, width, height, left)
     for k in range(6):
         gy, gx = py(y_max * k / 5), px(x_max * k / 5)
         out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e3e3e3"/>' % (left, gy, left + plot_w, gy))

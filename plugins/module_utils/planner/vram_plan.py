@@ -133,6 +133,16 @@ def sized_facts(config, release, facts=None):
     return facts
 
 
+def tp_sizes(max_gpus):
+    """The tensor-parallel sizes tried for a host of max_gpus GPUs: the powers of two up to it (fits.py's "what else
+    fits", make compare's layouts)."""
+    size, out = 1, []
+    while size <= max_gpus:
+        out.append(size)
+        size *= 2
+    return out
+
+
 def check_tp(facts, tp, attn_tp=None):
     """The head divisibility SGLang asserts when it builds the layers (qwen3_next.py / qwen3_5.py / mamba_utils).
 

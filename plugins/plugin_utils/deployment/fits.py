@@ -17,14 +17,6 @@ __metaclass__ = type
 from ansible_collections.llmops.inference.plugins.module_utils.planner import vram_plan
 
 
-def _sizes(max_gpus):
-    size, out = 1, []
-    while size <= max_gpus:
-        out.append(size)
-        size *= 2
-    return out
-
-
 def table(models, gpu, release, max_gpus, current=None):
     """One row per model profile: profile, family, tp (None: fits at no size), kv_tokens, max_running_requests,
     headroom_gib, current (the server's own profile), note."""
@@ -37,7 +29,7 @@ def table(models, gpu, release, max_gpus, current=None):
         last = None
         # The profile's architecture facts once, for every size tried.
         facts = vram_plan.model_facts_once(model.get('config'), release)
-        for tp in _sizes(max_gpus):
+        for tp in vram_plan.tp_sizes(max_gpus):
             try:
                 result = vram_plan.plan(
                     model_config=model.get('config'), weights_bytes=model.get('weights_bytes'), gpu_profile=gpu,

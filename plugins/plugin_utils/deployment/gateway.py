@@ -177,6 +177,14 @@ def _release(ctx, profile, problems):
                      'generate its lock and report (make gateway-release VERSION=%s; docs/upgrade.md), %s'
                      % (version, back), kind='release')
         return None
+    bad = [i for i in entry.get('known_issues') or [] if not (isinstance(i, dict) and i.get('text') and i.get('fix')
+                                                              and isinstance(i.get('min_replicas', 0), int))]
+    if bad or not isinstance(entry.get('known_issues') or [], list):
+        problems.add(variable, value, 'profiles/sglang_gateway.yml: releases.%s.known_issues must be a list of '
+                     '{min_replicas: <int>, text: <what goes wrong>, fix: <what to do>} (got %r)'
+                     % (version, bad or entry.get('known_issues')),
+                     'correct the entry in the profiles under llmops_profiles_dir', kind='profile')
+        return None
     release = dict((k, v) for k, v in profile.items() if k not in ('releases', 'shared'))
     release.update(entry, version=version, lock=lock)
     return release
@@ -253,7 +261,7 @@ def resolve_gateway(ctx):
 def _known_issues(host, profile, replicas):
     """Warnings of the release's known_issues (profiles/sglang_gateway.yml) that apply with this many replicas."""
     return ['%s: %s (fix: %s)' % (host, issue['text'], issue['fix']) for issue in profile.get('known_issues') or []
-            if replicas >= int(issue.get('min_replicas') or 0)]
+            if replicas >= (issue.get('min_replicas') or 0)]
 
 
 def _quote(arg):

@@ -153,9 +153,9 @@ def test_charts_with_a_single_variant_and_no_sweep():
 
 
 def test_nice_axis_and_numbers():
-    assert br._nice_max(0) == 1.0
-    assert br._nice_max(730) == 1000
-    assert br._nice_max(180) == 200
+    assert br.nice_max(0) == 1.0
+    assert br.nice_max(730) == 1000
+    assert br.nice_max(180) == 200
     assert br.num(None) == 'n/a' and br.num(1234.5) == '1,234' and br.num(3.14159, 2) == '3.14'
 
 

@@ -213,3 +213,15 @@ def test_a_release_with_a_known_issue_warns_where_it_applies(tmp_path):
     assert not problems, problems.message()
     assert not any(table['releases'][version]['known_issues'][0]['text'] in w for w in gw['warnings'])
     assert gw['profiles']['dir'] == str(tmp_path)
+
+
+def test_a_malformed_known_issue_is_refused_naming_the_entry(tmp_path):
+    table = _table()
+    other = _other_release(table)
+    table['releases'][other] = dict(table['releases'][other], known_issues=[{'text': 'loses requests'}])
+    (tmp_path / 'sglang_gateway.yml').write_text(yaml.safe_dump(table))
+    (tmp_path / 'locks').mkdir()
+    (tmp_path / table['releases'][other]['lock']).write_text('# a lock\n')
+    gw, problems = run('gw', *fleet({'llmops_gateway_version': other, 'llmops_profiles_dir': str(tmp_path)}))
+    text = flat(problems)
+    assert gw is None and 'releases.%s.known_issues must be a list of' % other in text and 'loses requests' in text
